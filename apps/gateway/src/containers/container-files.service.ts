@@ -1,0 +1,116 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { ApiError, PurgeProducer } from '@app/common';
+import { isId, newId } from '@app/contracts';
+import { ContainerFileRepository, FileRepository, PrismaService, SessionRepository, StoredObjectRepository, type ContainerFileRow, type ContainerRow } from '@app/db';
+import { DownloadService } from '../downloads/download.service';
+import type { ListQuery } from '../http/list-query';
+import { MultipartUploadService } from '../uploads/multipart-upload.service';
+import { ObjectKeeper } from '../uploads/object-keeper.service';
+import { ContainersService } from './containers.service';
+
+const ignoreFields = () => undefined;
+
+/** Container files: the artifacts. A file is reachable only through its own live container. */
+@Injectable()
+export class ContainerFilesService {
+  constructor(
+    @Inject(PrismaService) private readonly prisma: PrismaService,
+    @Inject(ContainersService) private readonly containers: ContainersService,
+    @Inject(SessionRepository) private readonly sessions: SessionRepository,
+    @Inject(FileRepository) private readonly files: FileRepository,
+    @Inject(ContainerFileRepository) private readonly containerFiles: ContainerFileRepository,
+    @Inject(StoredObjectRepository) private readonly objects: StoredObjectRepository,
+    @Inject(MultipartUploadService) private readonly uploads: MultipartUploadService,
+    @Inject(ObjectKeeper) private readonly keeper: ObjectKeeper,
+    @Inject(DownloadService) private readonly downloads: DownloadService,
+    @Inject(PurgeProducer) private readonly purges: PurgeProducer,
+  ) {}
+
+  /** A multipart upload into the container, through the same streaming path and limits as /v1/files. */
+  async upload(req: Request, principalId: string, containerId: string): Promise<ContainerFileRow> {
+    this.uploads.checkDeclaredLength(req);
+    await this.containers.get(principalId, containerId);
+    const upload = await this.uploads.receive(req, principalId, ignoreFields);
+    try {
+      return await this.prisma.$transaction(async (tx) => {
+        const container = await this.liveContainer(tx, principalId, containerId);
+        await this.objects.markReady(tx, upload.object.id, upload.receipt.bytes, upload.receipt.sha256);
+        return this.containerFiles.create(tx, principalId, {
+          id: newId('file'),
+          sessionId: container.sessionId,
+          containerId,
+          objectId: upload.object.id,
+          filename: upload.filename,
+          bytes: upload.receipt.bytes,
+          contentType: upload.contentType,
+          sha256: upload.receipt.sha256,
+          source: 'user',
+          responseId: null,
+          createdAt: new Date(),
+        });
+      });
+    } catch (error) {
+      await this.keeper.discard(upload.object);
+      throw error;
+    }
+  }
+
+  /** Copies an uploaded file in by id: a new container file sharing the stored object (no second copy). */
+  async copy(principalId: string, containerId: string, body: Record<string, unknown>): Promise<ContainerFileRow> {
+    await this.containers.get(principalId, containerId);
+    const fileId = body.file_id;
+    if (typeof fileId !== 'string') throw ApiError.invalid('Send a multipart file part, or JSON {"file_id": "file_…"}.', 'file_id');
+    return this.prisma.$transaction(async (tx) => {
+      const container = await this.liveContainer(tx, principalId, containerId);
+      const file = isId('file', fileId) ? await this.files.findForOwner(principalId, fileId, tx) : null;
+      if (!file || !(await this.objects.retain(tx, file.objectId))) throw ApiError.notFound('file', 'file_id');
+      return this.containerFiles.create(tx, principalId, {
+        id: newId('file'),
+        sessionId: container.sessionId,
+        containerId,
+        objectId: file.objectId,
+        filename: file.filename,
+        bytes: file.bytes,
+        contentType: file.contentType,
+        sha256: file.sha256,
+        source: 'user',
+        responseId: null,
+        createdAt: new Date(),
+      });
+    });
+  }
+
+  async get(principalId: string, containerId: string, id: string): Promise<ContainerFileRow> {
+    const file = isId('container', containerId) && isId('file', id) ? await this.containerFiles.findForOwner(principalId, containerId, id) : null;
+    if (!file) throw ApiError.notFound('container file');
+    return file;
+  }
+
+  async list(principalId: string, containerId: string, query: ListQuery) {
+    await this.containers.get(principalId, containerId);
+    const afterSeq = query.after ? await this.containerFiles.cursorSeq(principalId, { containerId }, query.after) : undefined;
+    if (afterSeq === null) throw ApiError.invalid('after must be the id of a file in this container.', 'after');
+    return this.containerFiles.listForContainer(principalId, containerId, { ...query, afterSeq });
+  }
+
+  async download(req: Request, res: Response, principalId: string, containerId: string, id: string): Promise<void> {
+    await this.downloads.send(req, res, await this.get(principalId, containerId, id));
+  }
+
+  async delete(principalId: string, containerId: string, id: string): Promise<void> {
+    if (!isId('container', containerId) || !isId('file', id)) throw ApiError.notFound('container file');
+    const released = await this.prisma.$transaction(async (tx) => {
+      const objectId = await this.containerFiles.markDeleted(tx, principalId, containerId, id);
+      if (!objectId) throw ApiError.notFound('container file');
+      return this.objects.release(tx, [objectId]);
+    });
+    await this.purges.enqueue(released);
+  }
+
+  private async liveContainer(tx: Parameters<Parameters<PrismaService['$transaction']>[0]>[0], principalId: string, containerId: string): Promise<ContainerRow> {
+    const container = await this.sessions.findContainerForOwner(principalId, containerId, tx);
+    if (!container) throw ApiError.notFound('container');
+    return container;
+  }
+}

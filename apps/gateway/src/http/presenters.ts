@@ -1,0 +1,62 @@
+import type { ContainerFileRow, ContainerRow, FileRow, SessionRow } from '@app/db';
+
+const seconds = (date: Date) => Math.floor(date.getTime() / 1000);
+const PURPOSE_OUT: Record<string, string> = { fine_tune: 'fine-tune' };
+
+/** The OpenAI-shaped file object (PROFILE §2). */
+export function presentFile(file: FileRow) {
+  return {
+    id: file.id,
+    object: 'file' as const,
+    bytes: Number(file.bytes),
+    created_at: seconds(file.createdAt),
+    expires_at: file.expiresAt ? seconds(file.expiresAt) : null,
+    filename: file.filename,
+    purpose: PURPOSE_OUT[file.purpose] ?? file.purpose,
+    content_type: file.contentType,
+    sha256: file.sha256,
+    status: 'processed' as const,
+    status_details: null,
+  };
+}
+
+export function presentSession(session: SessionRow) {
+  return {
+    id: session.id,
+    object: 'session' as const,
+    container_id: session.currentContainerId,
+    created_at: seconds(session.createdAt),
+    metadata: session.metadata ?? {},
+  };
+}
+
+export function presentContainer(container: ContainerRow) {
+  return {
+    id: container.id,
+    object: 'container' as const,
+    session_id: container.sessionId,
+    name: container.name,
+    status: 'running' as const,
+    created_at: seconds(container.createdAt),
+    expires_after: null,
+    last_active_at: seconds(container.createdAt),
+  };
+}
+
+/** A container file: an artifact of the session (PROFILE §3). */
+export function presentContainerFile(file: ContainerFileRow) {
+  return {
+    id: file.id,
+    object: 'container.file' as const,
+    container_id: file.containerId,
+    session_id: file.sessionId,
+    filename: file.filename,
+    path: `/mnt/data/${file.filename}`,
+    bytes: Number(file.bytes),
+    content_type: file.contentType,
+    sha256: file.sha256,
+    created_at: seconds(file.createdAt),
+    source: file.source,
+    response_id: file.responseId,
+  };
+}

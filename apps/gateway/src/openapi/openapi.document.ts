@@ -1,0 +1,226 @@
+/**
+ * The gateway's OpenAPI 3.1 document, written by hand from PROFILE.md so that it describes the wire
+ * contract exactly (multipart streaming, raw downloads, the error body) rather than what decorators infer.
+ */
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: object, description = 'OK') => ({ description, content: { 'application/json': { schema } } });
+const errors = (...codes: number[]) => Object.fromEntries(codes.map((code) => [String(code), { $ref: `#/components/responses/Error${code}` }]));
+const idParam = (name: string, prefix: string) => ({ name, in: 'path', required: true, schema: { type: 'string', pattern: `^${prefix}_[0-9A-Za-z]{24,}$` } });
+const listParams = [
+  { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
+  { name: 'after', in: 'query', schema: { type: 'string' }, description: 'The id of the last item of the previous page.' },
+  { name: 'order', in: 'query', schema: { type: 'string', enum: ['asc', 'desc'], default: 'desc' } },
+];
+const list = (item: string) => ({
+  type: 'object',
+  required: ['object', 'data', 'first_id', 'last_id', 'has_more'],
+  properties: { object: { const: 'list' }, data: { type: 'array', items: ref(item) }, first_id: { type: ['string', 'null'] }, last_id: { type: ['string', 'null'] }, has_more: { type: 'boolean' } },
+});
+const deleted = (object: string) => ({ type: 'object', properties: { id: { type: 'string' }, object: { const: object }, deleted: { const: true } } });
+const rawBytes = {
+  description: 'The raw bytes with the file’s own Content-Type, Content-Disposition, nosniff, CSP sandbox, strong ETag and Accept-Ranges.',
+  content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
+};
+const download = (summary: string, parameters: object[]) => ({
+  get: {
+    summary,
+    parameters: [...parameters, { name: 'Range', in: 'header', schema: { type: 'string' } }, { name: 'If-None-Match', in: 'header', schema: { type: 'string' } }],
+    responses: { '200': rawBytes, '206': { ...rawBytes, description: 'One byte range.' }, '304': { description: 'Not modified.' }, ...errors(401, 404, 416) },
+  },
+});
+const uploadBody = (withFields: boolean) => ({
+  required: true,
+  content: {
+    'multipart/form-data': {
+      schema: {
+        type: 'object',
+        required: ['file'],
+        properties: {
+          file: { type: 'string', format: 'binary', description: 'Streamed to object storage as it arrives; at most max_file_bytes.' },
+          ...(withFields
+            ? {
+                purpose: { type: 'string', enum: ['assistants', 'batch', 'fine-tune', 'vision', 'user_data', 'evals'], default: 'user_data' },
+                'expires_after[anchor]': { const: 'created_at' },
+                'expires_after[seconds]': { type: 'integer', minimum: 3600, maximum: 2592000 },
+              }
+            : {}),
+        },
+      },
+    },
+  },
+});
+
+const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: ref('Error') } } });
+
+export const OPENAPI_DOCUMENT = {
+  openapi: '3.1.0',
+  info: {
+    title: 'uhp-files',
+    version: '2026-08-11',
+    description:
+      'Files and artifacts of an agent harness (UHP Files 2026-08-11). Authenticate with `Authorization: Bearer <api key>`. Limits are served at GET /v1/limits. Every error is `{"error":{"type","code","message","param"}}`.',
+  },
+  security: [{ bearer: [] }],
+  paths: {
+    '/v1/limits': { get: { summary: 'Size limits and preview formats', security: [], responses: { '200': json(ref('Limits')) } } },
+    '/v1/files': {
+      post: { summary: 'Upload a file', requestBody: uploadBody(true), responses: { '200': json(ref('File')), ...errors(400, 401, 413, 415) } },
+      get: {
+        summary: 'List files',
+        parameters: [...listParams, { name: 'purpose', in: 'query', schema: { type: 'string' } }],
+        responses: { '200': json(list('File')), ...errors(400, 401) },
+      },
+    },
+    '/v1/files/{file_id}': {
+      get: { summary: 'Get a file', parameters: [idParam('file_id', 'file')], responses: { '200': json(ref('File')), ...errors(401, 404) } },
+      delete: { summary: 'Delete a file', parameters: [idParam('file_id', 'file')], responses: { '200': json(deleted('file')), ...errors(401, 404) } },
+    },
+    '/v1/files/{file_id}/content': download('Download a file', [idParam('file_id', 'file')]),
+    '/v1/sessions': {
+      post: {
+        summary: 'Create a session (with its container)',
+        requestBody: { content: { 'application/json': { schema: { type: 'object', properties: { metadata: { type: 'object', additionalProperties: { type: 'string' } } } } } } },
+        responses: { '200': json(ref('Session')), ...errors(400, 401) },
+      },
+      get: { summary: 'List sessions', parameters: listParams, responses: { '200': json(list('Session')), ...errors(400, 401) } },
+    },
+    '/v1/sessions/{session_id}': {
+      get: { summary: 'Get a session', parameters: [idParam('session_id', 'sess')], responses: { '200': json(ref('Session')), ...errors(401, 404) } },
+      delete: { summary: 'Delete a session, its containers and artifacts', parameters: [idParam('session_id', 'sess')], responses: { '200': json(deleted('session.deleted')), ...errors(401, 404) } },
+    },
+    '/v1/sessions/{session_id}/files': {
+      get: {
+        summary: 'Every artifact of the session, oldest first',
+        description: 'Without `limit` the whole listing is streamed; with `limit` (and `after`) it pages.',
+        parameters: [idParam('session_id', 'sess'), listParams[0], listParams[1]],
+        responses: { '200': json({ type: 'object', properties: { files: { type: 'array', items: ref('ContainerFile') }, has_more: { type: 'boolean' } } }), ...errors(400, 401, 404) },
+      },
+    },
+    '/v1/sessions/{session_id}/files/archive': {
+      get: {
+        summary: 'Every artifact of the session as one ZIP',
+        description: 'Planned (session archives issue): this build answers 404 not_found.',
+        parameters: [idParam('session_id', 'sess')],
+        responses: { '200': { description: 'application/zip', content: { 'application/zip': { schema: { type: 'string', format: 'binary' } } } }, ...errors(401, 404) },
+      },
+    },
+    '/v1/containers': {
+      post: {
+        summary: 'Open a new session and return its container',
+        requestBody: { content: { 'application/json': { schema: { type: 'object', properties: { name: { type: 'string' }, file_ids: { type: 'array', items: { type: 'string' } } } } } } },
+        responses: { '200': json(ref('Container')), ...errors(400, 401, 404) },
+      },
+      get: { summary: 'List containers', parameters: listParams, responses: { '200': json(list('Container')), ...errors(400, 401) } },
+    },
+    '/v1/containers/{container_id}': {
+      get: { summary: 'Get a container', parameters: [idParam('container_id', 'cntr')], responses: { '200': json(ref('Container')), ...errors(401, 404) } },
+      delete: { summary: 'Delete a container and its files', parameters: [idParam('container_id', 'cntr')], responses: { '200': json(deleted('container.deleted')), ...errors(401, 404) } },
+    },
+    '/v1/containers/{container_id}/files': {
+      post: {
+        summary: 'Upload a file into the container, or copy an uploaded file in by id',
+        parameters: [idParam('container_id', 'cntr')],
+        requestBody: {
+          required: true,
+          content: { ...uploadBody(false).content, 'application/json': { schema: { type: 'object', required: ['file_id'], properties: { file_id: { type: 'string' } } } } },
+        },
+        responses: { '200': json(ref('ContainerFile')), ...errors(400, 401, 404, 413, 415) },
+      },
+      get: { summary: 'List the container’s files', parameters: [idParam('container_id', 'cntr'), ...listParams], responses: { '200': json(list('ContainerFile')), ...errors(400, 401, 404) } },
+    },
+    '/v1/containers/{container_id}/files/{file_id}': {
+      get: { summary: 'Get a container file', parameters: [idParam('container_id', 'cntr'), idParam('file_id', 'file')], responses: { '200': json(ref('ContainerFile')), ...errors(401, 404) } },
+      delete: {
+        summary: 'Delete a container file',
+        parameters: [idParam('container_id', 'cntr'), idParam('file_id', 'file')],
+        responses: { '200': json(deleted('container.file.deleted')), ...errors(401, 404) },
+      },
+    },
+    '/v1/containers/{container_id}/files/{file_id}/content': download('Download a container file', [idParam('container_id', 'cntr'), idParam('file_id', 'file')]),
+    '/v1/containers/{container_id}/files/{file_id}/pdf': {
+      get: {
+        summary: 'A PDF preview of the file',
+        description: 'No converter is installed in this build: 501 preview_unavailable for files the caller can see.',
+        parameters: [idParam('container_id', 'cntr'), idParam('file_id', 'file')],
+        responses: { '200': { description: 'application/pdf' }, ...errors(401, 404, 501, 502) },
+      },
+    },
+    '/v1/responses': {
+      post: {
+        summary: 'Run a task (response) in a session',
+        description: 'Planned (responses issue): this build answers 404 not_found.',
+        requestBody: { content: { 'application/json': { schema: { type: 'object', required: ['input'], properties: { session_id: { type: 'string' }, input: {}, agent: { type: 'string' } } } } } },
+        responses: { '200': { description: 'The response object' }, ...errors(400, 401, 404, 413) },
+      },
+    },
+  },
+  components: {
+    securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+    responses: Object.fromEntries(
+      [
+        [400, 'Invalid request (invalid_request, invalid_json, invalid_multipart, missing_file, invalid_filename)'],
+        [401, 'Missing or unknown API key (invalid_api_key)'],
+        [404, 'Not found, deleted, another principal’s, or a malformed id (not_found)'],
+        [413, 'Too large (file_too_large, request_too_large)'],
+        [415, 'Unsupported media type'],
+        [416, 'Range not satisfiable'],
+        [501, 'Preview unavailable'],
+        [502, 'Preview failed'],
+      ].map(([code, description]) => [`Error${code}`, errorResponse(String(description))]),
+    ),
+    schemas: {
+      Error: {
+        type: 'object',
+        required: ['error'],
+        properties: { error: { type: 'object', required: ['type', 'code', 'message', 'param'], properties: { type: { type: 'string' }, code: { type: 'string' }, message: { type: 'string' }, param: { type: ['string', 'null'] } } } },
+      },
+      Limits: {
+        type: 'object',
+        properties: {
+          object: { const: 'limits' },
+          max_file_bytes: { type: 'integer' },
+          max_inline_file_bytes: { type: 'integer' },
+          max_request_bytes: { type: 'integer' },
+          preview: { type: 'object', properties: { enabled: { type: 'boolean' }, formats: { type: 'array', items: { type: 'string' } }, timeout_ms: { type: 'integer' } } },
+          archive: { type: 'object', properties: { formats: { type: 'array', items: { type: 'string' } } } },
+        },
+      },
+      File: {
+        type: 'object',
+        properties: {
+          id: { type: 'string' },
+          object: { const: 'file' },
+          bytes: { type: 'integer' },
+          created_at: { type: 'integer' },
+          expires_at: { type: ['integer', 'null'] },
+          filename: { type: 'string' },
+          purpose: { type: 'string' },
+          content_type: { type: 'string' },
+          sha256: { type: 'string' },
+          status: { const: 'processed' },
+        },
+      },
+      Session: { type: 'object', properties: { id: { type: 'string' }, object: { const: 'session' }, container_id: { type: 'string' }, created_at: { type: 'integer' }, metadata: { type: 'object' } } },
+      Container: {
+        type: 'object',
+        properties: { id: { type: 'string' }, object: { const: 'container' }, session_id: { type: 'string' }, name: { type: ['string', 'null'] }, status: { const: 'running' }, created_at: { type: 'integer' } },
+      },
+      ContainerFile: {
+        type: 'object',
+        properties: {
+          id: { type: 'string' },
+          object: { const: 'container.file' },
+          container_id: { type: 'string' },
+          session_id: { type: 'string' },
+          filename: { type: 'string' },
+          path: { type: 'string' },
+          bytes: { type: 'integer' },
+          content_type: { type: 'string' },
+          created_at: { type: 'integer' },
+          source: { enum: ['user', 'assistant'] },
+          response_id: { type: ['string', 'null'] },
+        },
+      },
+    },
+  },
+} as const;

@@ -1,0 +1,44 @@
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
+import type { Response } from 'express';
+import { ApiError } from '@app/common';
+import { PrincipalId } from '../auth/auth';
+import { listBody, parseListQuery } from '../http/list-query';
+import { presentSession } from '../http/presenters';
+import { acceptMetadata, bodyObject } from './metadata';
+import { SessionsService } from './sessions.service';
+
+@Controller('v1/sessions')
+export class SessionsController {
+  constructor(@Inject(SessionsService) private readonly sessions: SessionsService) {}
+
+  @Post()
+  @HttpCode(200)
+  async create(@PrincipalId() principalId: string, @Body() body: unknown) {
+    return presentSession(await this.sessions.create(principalId, acceptMetadata(bodyObject(body).metadata)));
+  }
+
+  @Get()
+  async list(@PrincipalId() principalId: string, @Query() query: Record<string, unknown>) {
+    const page = await this.sessions.list(principalId, parseListQuery(query));
+    return listBody(page.items.map(presentSession), page.hasMore);
+  }
+
+  @Get(':id')
+  async get(@PrincipalId() principalId: string, @Param('id') id: string) {
+    return presentSession(await this.sessions.get(principalId, id));
+  }
+
+  @Delete(':id')
+  async delete(@PrincipalId() principalId: string, @Param('id') id: string) {
+    await this.sessions.delete(principalId, id);
+    return { id, object: 'session.deleted', deleted: true };
+  }
+
+  @Get(':id/files')
+  async files(@PrincipalId() principalId: string, @Param('id') id: string, @Query() query: Record<string, unknown>, @Res() res: Response) {
+    const hasLimit = query.limit !== undefined;
+    const paging = hasLimit ? parseListQuery(query, { order: 'asc' }) : { after: typeof query.after === 'string' ? query.after : undefined };
+    if (query.after !== undefined && typeof query.after !== 'string') throw ApiError.invalid('after must be given once.', 'after');
+    await this.sessions.writeListing(res, principalId, id, { limit: hasLimit ? (paging as { limit: number }).limit : undefined, after: paging.after });
+  }
+}

@@ -1,0 +1,114 @@
+import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import type { Readable, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { ApiError, APP_CONFIG, LOGGER, type AppLogger, type StorageConfig } from '@app/common';
+import type { StoredObjectReceipt } from '@app/contracts';
+import { MeteringTransform, ObjectTooLargeError } from './metering.transform';
+import { ObjectMissingError, RangeNotSatisfiableError, S3ObjectClient } from './s3-object.client';
+
+/** Puts, reads and deletes objects; makes sure a failed put leaves nothing in the bucket. */
+@Injectable()
+export class ObjectsService implements OnModuleInit, OnModuleDestroy {
+  private sweepTimer?: NodeJS.Timeout;
+  /** Puts in flight by key: a delete waits for the put to finish its own cleanup first. */
+  private readonly inFlight = new Map<string, Promise<unknown>>();
+
+  constructor(
+    @Inject(S3ObjectClient) private readonly s3: S3ObjectClient,
+    @Inject(APP_CONFIG) private readonly config: StorageConfig,
+    @Inject(LOGGER) private readonly logger: AppLogger,
+  ) {}
+
+  onModuleInit(): void {
+    if (this.config.STORAGE_SWEEP_INTERVAL_MS > 0) {
+      const sweep = () => void this.abortAbandonedUploads();
+      setImmediate(sweep);
+      this.sweepTimer = setInterval(sweep, this.config.STORAGE_SWEEP_INTERVAL_MS);
+      this.sweepTimer.unref();
+    }
+  }
+
+  onModuleDestroy(): void {
+    clearInterval(this.sweepTimer);
+    this.s3.destroy();
+  }
+
+  put(key: string, body: Readable, maxBytes: number, contentType?: string): Promise<StoredObjectReceipt> {
+    const done = this.putNow(key, body, maxBytes, contentType);
+    const settled = done.catch(() => undefined).finally(() => this.inFlight.delete(key));
+    this.inFlight.set(key, settled);
+    return done;
+  }
+
+  private async putNow(key: string, body: Readable, maxBytes: number, contentType?: string): Promise<StoredObjectReceipt> {
+    const cap = Math.min(maxBytes, this.config.UHP_MAX_FILE_BYTES);
+    const meter = new MeteringTransform(cap);
+    const upload = this.s3.upload(key, meter, cap, contentType);
+    const input = pipeline(body, meter);
+    const [inputResult, uploadResult] = await Promise.allSettled([input, upload.done()]);
+    if (inputResult.status === 'fulfilled' && uploadResult.status === 'fulfilled') {
+      return { key, bytes: meter.bytes, sha256: meter.digest() };
+    }
+    // lib-storage aborts its multipart upload before done() rejects; this also catches the window where
+    // the input failed after the last part and the object was completed anyway.
+    await this.removeLeftovers(key);
+    const cause = inputResult.status === 'rejected' ? inputResult.reason : (uploadResult as PromiseRejectedResult).reason;
+    if (cause instanceof ObjectTooLargeError) {
+      this.logger.info({ key, maxBytes: cap }, 'upload over its byte cap aborted');
+      throw new ApiError('file_too_large', `The object is larger than ${cap} bytes.`);
+    }
+    if (body.destroyed && inputResult.status === 'rejected') {
+      this.logger.info({ key, bytes: meter.bytes }, 'upload cancelled by the client; multipart upload aborted');
+      throw new ApiError('invalid_request', 'The upload was cancelled.');
+    }
+    this.logger.error({ key, err: cause }, 'upload to S3 failed; multipart upload aborted');
+    throw new ApiError('service_unavailable', 'Object storage failed; try again.');
+  }
+
+  private async removeLeftovers(key: string): Promise<void> {
+    try {
+      await this.s3.abortUploads(key);
+      await this.s3.delete(key);
+    } catch (error) {
+      this.logger.error({ key, err: error }, 'could not remove what a failed upload left; the sweeper will retry');
+    }
+  }
+
+  /** Streams the object (or `range`) into `sink` after `onStart` has set the response headers. */
+  async read(key: string, range: string | undefined, onStart: (length: number, contentRange?: string) => Writable): Promise<void> {
+    let object;
+    try {
+      object = await this.s3.read(key, range);
+    } catch (error) {
+      if (error instanceof ObjectMissingError) throw ApiError.notFound('object');
+      if (error instanceof RangeNotSatisfiableError) throw new ApiError('range_not_satisfiable', 'Range not satisfiable.');
+      this.logger.error({ key, err: error }, 'S3 read failed');
+      throw new ApiError('service_unavailable', 'Object storage failed; try again.');
+    }
+    const sink = onStart(object.contentLength, object.contentRange);
+    await pipeline(object.body, sink);
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.inFlight.get(key);
+    try {
+      await this.s3.delete(key);
+    } catch (error) {
+      this.logger.error({ key, err: error }, 'S3 delete failed');
+      throw new ApiError('service_unavailable', 'Object storage failed; try again.');
+    }
+  }
+
+  /** Multipart uploads of a storage process that crashed mid-upload are aborted once they are old. */
+  async abortAbandonedUploads(): Promise<number> {
+    try {
+      const before = new Date(Date.now() - this.config.STORAGE_ABANDONED_UPLOAD_SECONDS * 1000);
+      const aborted = await this.s3.abortUploads('', before);
+      if (aborted > 0) this.logger.warn({ aborted }, 'aborted abandoned multipart uploads');
+      return aborted;
+    } catch (error) {
+      this.logger.warn({ err: error }, 'abandoned-upload sweep failed');
+      return 0;
+    }
+  }
+}

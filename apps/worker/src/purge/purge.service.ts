@@ -1,0 +1,52 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { LOGGER, PurgeProducer, StorageClient, type AppLogger } from '@app/common';
+import { FileRepository, PrismaService, StoredObjectRepository } from '@app/db';
+
+const EXPIRE_BATCH = 500;
+/** A PURGING object this old with no job in sight gets one (its enqueue was lost). */
+const LOST_PURGE_AFTER_MS = 60_000;
+
+export type PurgeOutcome = 'purged' | 'still-referenced' | 'gone';
+
+/** Removes objects nothing references any more, and expires files past their expires_at. */
+@Injectable()
+export class PurgeService {
+  constructor(
+    @Inject(PrismaService) private readonly prisma: PrismaService,
+    @Inject(StoredObjectRepository) private readonly objects: StoredObjectRepository,
+    @Inject(FileRepository) private readonly files: FileRepository,
+    @Inject(StorageClient) private readonly storage: StorageClient,
+    @Inject(PurgeProducer) private readonly purges: PurgeProducer,
+    @Inject(LOGGER) private readonly logger: AppLogger,
+  ) {}
+
+  /** Idempotent: re-reads the row, deletes the bytes, then the row. A second run finds nothing to do. */
+  async purgeObject(objectId: string): Promise<PurgeOutcome> {
+    const object = await this.objects.findForPurge(objectId);
+    if (!object) return 'gone';
+    if (object.status !== 'PURGING' || object.refCount > 0) return 'still-referenced';
+    await this.storage.deleteObject(object.storageKey);
+    await this.objects.deletePurged(objectId);
+    this.logger.info({ objectId, key: object.storageKey }, 'object purged');
+    return 'purged';
+  }
+
+  /** Expires due files, re-enqueues lost purges and reclaims uploads a crashed gateway left. */
+  async sweep(staleUploadSeconds: number): Promise<{ expired: number; requeued: number; reclaimed: number }> {
+    let expired = 0;
+    for (;;) {
+      const released = await this.prisma.$transaction(async (tx) => {
+        const objectIds = await this.files.expireDue(tx, new Date(), EXPIRE_BATCH);
+        expired += objectIds.length;
+        return { objectIds, purging: await this.objects.release(tx, objectIds) };
+      });
+      await this.purges.enqueue(released.purging);
+      if (released.objectIds.length < EXPIRE_BATCH) break;
+    }
+    const reclaimed = await this.objects.reclaimStaleUploads(new Date(Date.now() - staleUploadSeconds * 1000));
+    const lost = await this.objects.listPurgingSince(new Date(Date.now() - LOST_PURGE_AFTER_MS), 1000);
+    await this.purges.enqueue([...reclaimed, ...lost]);
+    if (expired || lost.length || reclaimed.length) this.logger.info({ expired, requeued: lost.length, reclaimed: reclaimed.length }, 'sweep');
+    return { expired, requeued: lost.length, reclaimed: reclaimed.length };
+  }
+}

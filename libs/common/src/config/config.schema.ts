@@ -1,0 +1,98 @@
+import { z } from 'zod';
+
+/**
+ * The one configuration schema of uhp-files. Each app validates its part at start and refuses to
+ * boot with every bad variable listed. Defaults are the embedded local ones (`npm start`).
+ */
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+
+const integer = (fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d+$/, 'must be a non-negative integer')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max))
+    .default(fallback);
+
+const boolean = (fallback: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'must be true or false' })
+    .transform((v) => v === 'true' || v === '1' || v === 'yes')
+    .default(fallback);
+
+const url = (fallback: string) => z.url({ message: 'must be a URL' }).default(fallback);
+
+const secret = (fallback: string) => z.string().min(1).default(fallback);
+
+const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info');
+
+export const DEV_STORAGE_TOKEN = 'uhp-dev-storage-token';
+
+const database = { DATABASE_URL: url('postgresql://postgres@127.0.0.1:5432/uhp'), DATABASE_POOL_SIZE: integer(10, 1, 200) };
+const redis = { REDIS_URL: url('redis://127.0.0.1:6379') };
+const storageClient = {
+  STORAGE_URL: url('http://127.0.0.1:8081'),
+  /** secret */
+  STORAGE_TOKEN: secret(DEV_STORAGE_TOKEN),
+};
+
+export const gatewayConfigSchema = z.object({
+  ...database,
+  ...redis,
+  ...storageClient,
+  LOG_LEVEL: logLevel,
+  HOST: z.string().default('0.0.0.0'),
+  PORT: integer(8080, 1, 65535),
+  /** secret: "alice=sk_...,bob=sk_..." creates principals and keys at start (idempotent). */
+  UHP_API_KEYS: z.string().default(''),
+  UHP_MAX_FILE_BYTES: integer(5 * GiB, 1),
+  UHP_MAX_INLINE_FILE_BYTES: integer(20 * MiB, 1),
+  /** The JSON body limit; 0 derives it: base64 size of the inline limit plus 64 KiB. */
+  UHP_MAX_REQUEST_BYTES: integer(0),
+  UHP_PUBLIC_BASE_URL: z.url({ message: 'must be a URL' }).optional(),
+  PREVIEW_ENABLED: boolean(true),
+  PREVIEW_TIMEOUT_MS: integer(60_000, 1_000),
+  /** How long a rejected body is still read and discarded so the client sees the answer (PROFILE §1). */
+  UHP_DRAIN_TIMEOUT_MS: integer(30_000, 0),
+});
+
+export const storageConfigSchema = z.object({
+  ...storageClient,
+  LOG_LEVEL: logLevel,
+  HOST: z.string().default('127.0.0.1'),
+  STORAGE_PORT: integer(8081, 1, 65535),
+  S3_ENDPOINT: url('http://127.0.0.1:7480'),
+  S3_REGION: z.string().min(1).default('us-east-1'),
+  S3_BUCKET: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be an S3 bucket name').default('uhp-files'),
+  /** secret */
+  S3_ACCESS_KEY_ID: secret('uhp-dev-access'),
+  /** secret */
+  S3_SECRET_ACCESS_KEY: secret('uhp-dev-secret-key-0123456789'),
+  S3_FORCE_PATH_STYLE: boolean(true),
+  /** Largest object the storage service accepts; part sizes are chosen so it fits in 10,000 parts. */
+  UHP_MAX_FILE_BYTES: integer(5 * GiB, 1),
+  S3_PART_SIZE_BYTES: integer(16 * MiB, 5 * MiB, 5 * GiB),
+  S3_UPLOAD_QUEUE_SIZE: integer(4, 1, 32),
+  /** Multipart uploads older than this were abandoned by a crash and are aborted by the sweeper. */
+  STORAGE_ABANDONED_UPLOAD_SECONDS: integer(6 * 3600, 1),
+  STORAGE_SWEEP_INTERVAL_MS: integer(10 * 60_000, 0),
+});
+
+export const workerConfigSchema = z.object({
+  ...database,
+  ...redis,
+  ...storageClient,
+  LOG_LEVEL: logLevel,
+  HOST: z.string().default('0.0.0.0'),
+  WORKER_PORT: integer(8082, 1, 65535),
+  PURGE_CONCURRENCY: integer(4, 1, 64),
+  SWEEP_INTERVAL_MS: integer(15_000, 1_000),
+  /** An UPLOADING object older than this was left by a crashed gateway and is reclaimed. */
+  STALE_UPLOAD_SECONDS: integer(24 * 3600, 60),
+});
+
+export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
+export type StorageConfig = z.infer<typeof storageConfigSchema>;
+export type WorkerConfig = z.infer<typeof workerConfigSchema>;

@@ -1,0 +1,79 @@
+import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException } from '@nestjs/common';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { ApiError, NO_RETRY_HEADERS } from './api-error';
+import { type DrainLimits, drainRequest } from './drain';
+
+interface BodyParserError {
+  type?: string;
+  status?: number;
+}
+
+/** Turns anything thrown while serving a request into the contract's error body (PROFILE §1). */
+export function toApiError(exception: unknown): ApiError {
+  if (exception instanceof ApiError) return exception;
+  const parserType = (exception as BodyParserError | null)?.type;
+  switch (parserType) {
+    case 'entity.parse.failed':
+      return new ApiError('invalid_json', 'The request body is not valid JSON.');
+    case 'entity.too.large':
+      return new ApiError('request_too_large', 'The request body is larger than max_request_bytes (see GET /v1/limits).');
+    case 'charset.unsupported':
+    case 'encoding.unsupported':
+      return new ApiError('unsupported_media_type', 'The request body uses an unsupported charset or content encoding.');
+    case 'request.size.invalid':
+      return new ApiError('invalid_request', 'The request body does not match its Content-Length.');
+  }
+  if (exception instanceof HttpException) {
+    const status = exception.getStatus();
+    if (status === 404) return new ApiError('not_found', 'No such route.');
+    if (status === 405) return new ApiError('not_found', 'No such route.');
+    if (status === 413) return new ApiError('request_too_large', 'The request body is too large.');
+    if (status === 415) return new ApiError('unsupported_media_type', 'Unsupported media type.');
+    if (status >= 400 && status < 500) return new ApiError('invalid_request', exception.message);
+  }
+  return new ApiError('internal_error', 'The server failed to handle this request.');
+}
+
+function isClientGone(exception: unknown): boolean {
+  const code = (exception as { code?: string } | null)?.code;
+  return (exception as BodyParserError | null)?.type === 'request.aborted' || code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE';
+}
+
+@Catch()
+export class ApiErrorFilter implements ExceptionFilter {
+  constructor(
+    private readonly logger: Logger,
+    private readonly drain: DrainLimits,
+  ) {}
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const http = host.switchToHttp();
+    const req = http.getRequest<IncomingMessage>();
+    const res = http.getResponse<ServerResponse>();
+    if (isClientGone(exception) && (req.destroyed || req.socket?.destroyed)) return;
+    const error = toApiError(exception);
+    if (error.code === 'internal_error') {
+      this.logger.error({ err: exception }, 'unhandled error');
+    } else if (error.status >= 500) {
+      this.logger.warn({ code: error.code, message: error.message }, 'request failed');
+    }
+    if (res.headersSent) {
+      // Never write after the headers: the client sees a cut-off body and must retry.
+      this.logger.warn({ code: error.code }, 'error after the response started; closing the connection');
+      res.destroy();
+      return;
+    }
+    const headers: Record<string, string> = { ...error.headers };
+    if (error.code === 'preview_unavailable') Object.assign(headers, NO_RETRY_HEADERS);
+    if (error.code === 'service_unavailable' && !headers['retry-after']) headers['retry-after'] = '5';
+    for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+    const body = JSON.stringify(error.toBody());
+    res.statusCode = error.status;
+    res.setHeader('content-type', 'application/json; charset=utf-8');
+    res.setHeader('content-length', Buffer.byteLength(body));
+    res.setHeader('cache-control', 'no-store');
+    res.end(body);
+    drainRequest(req, this.drain);
+  }
+}

@@ -1,0 +1,59 @@
+import { Controller, Get, Inject, Module, type DynamicModule, type Provider } from '@nestjs/common';
+import { ApiError } from '../errors/api-error';
+import { Public } from '../auth/public.decorator';
+
+/** A dependency the service needs to be ready (Postgres, Redis, S3, the storage service …). */
+export interface ReadinessCheck {
+  name: string;
+  check(): Promise<void>;
+}
+
+export const READINESS_CHECKS = Symbol('READINESS_CHECKS');
+const CHECK_TIMEOUT_MS = 3_000;
+
+async function withTimeout(check: ReadinessCheck): Promise<string | null> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      check.check(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${CHECK_TIMEOUT_MS} ms`)), CHECK_TIMEOUT_MS);
+      }),
+    ]);
+    return null;
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+@Controller()
+class HealthController {
+  constructor(@Inject(READINESS_CHECKS) private readonly checks: ReadinessCheck[]) {}
+
+  @Public()
+  @Get('healthz')
+  alive() {
+    return { status: 'ok' };
+  }
+
+  @Public()
+  @Get('readyz')
+  async ready() {
+    const results = await Promise.all(this.checks.map(async (c) => [c.name, await withTimeout(c)] as const));
+    const failed = results.filter(([, problem]) => problem !== null);
+    if (failed.length > 0) {
+      throw new ApiError('service_unavailable', `Not ready: ${failed.map(([name, problem]) => `${name}: ${problem}`).join('; ')}`);
+    }
+    return { status: 'ok', checks: Object.fromEntries(results.map(([name]) => [name, 'ok'])) };
+  }
+}
+
+/** /healthz (alive) and /readyz (every readiness check answers). */
+@Module({})
+export class HealthModule {
+  static forRoot(checks: Provider, imports: DynamicModule['imports'] = []): DynamicModule {
+    return { module: HealthModule, imports, controllers: [HealthController], providers: [checks] };
+  }
+}

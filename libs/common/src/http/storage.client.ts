@@ -1,0 +1,166 @@
+import { Agent, type IncomingMessage, request } from 'node:http';
+import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
+import { objectsPath, STORAGE_HEADER, type StoredObjectReceipt } from '@app/contracts';
+import { ApiError } from '../errors/api-error';
+import { currentRequestId, REQUEST_ID_HEADER } from '../logging/request-context';
+
+export interface StorageClientOptions {
+  baseUrl: string;
+  token: string;
+}
+
+export interface ObjectStream {
+  status: 200 | 206;
+  body: IncomingMessage;
+  contentLength: number;
+  contentRange?: string;
+}
+
+async function readText(res: IncomingMessage, max = 64 * 1024): Promise<string> {
+  let text = '';
+  for await (const chunk of res) {
+    if (text.length < max) text += chunk.toString('utf8');
+  }
+  return text;
+}
+
+function storageError(status: number, text: string): ApiError {
+  let code: string | undefined;
+  try {
+    code = JSON.parse(text)?.error?.code;
+  } catch {
+    code = undefined;
+  }
+  if (status === 413 || code === 'file_too_large') return new ApiError('file_too_large', 'The file is larger than max_file_bytes (see GET /v1/limits).', 'file');
+  if (status === 404) return ApiError.notFound('object');
+  return new ApiError('service_unavailable', 'Object storage is unavailable; try again.');
+}
+
+/**
+ * Client of the storage service's internal API: the only way the gateway and the worker reach object
+ * bytes. Streams both ways; nothing is buffered whole.
+ */
+export class StorageClient {
+  private readonly agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  private readonly base: URL;
+
+  constructor(private readonly options: StorageClientOptions) {
+    this.base = new URL(options.baseUrl);
+  }
+
+  private headers(extra: Record<string, string | number> = {}): Record<string, string | number> {
+    const requestId = currentRequestId();
+    return { authorization: `Bearer ${this.options.token}`, ...(requestId ? { [REQUEST_ID_HEADER]: requestId } : {}), ...extra };
+  }
+
+  private url(path: string): URL {
+    return new URL(path, this.base);
+  }
+
+  /**
+   * Streams `body` into the object `key`. Resolves with the byte count and SHA-256 the storage service
+   * measured; rejects with file_too_large past `maxBytes` (the storage service has aborted the upload
+   * by then), or with service_unavailable. Aborting `signal` cancels the upload on the storage side.
+   */
+  putObject(key: string, body: Readable, opts: { maxBytes: number; contentType?: string; signal?: AbortSignal }): Promise<StoredObjectReceipt> {
+    return new Promise<StoredObjectReceipt>((resolve, reject) => {
+      let settled = false;
+      const settle = (fn: () => void) => {
+        if (!settled) {
+          settled = true;
+          fn();
+        }
+      };
+      const req = request(this.url(objectsPath(key)), {
+        method: 'PUT',
+        agent: this.agent,
+        headers: this.headers({
+          'content-type': 'application/octet-stream',
+          'transfer-encoding': 'chunked',
+          [STORAGE_HEADER.maxBytes]: opts.maxBytes,
+          ...(opts.contentType ? { [STORAGE_HEADER.contentType]: opts.contentType } : {}),
+        }),
+      });
+      const onAbort = () => {
+        req.destroy(new Error('upload cancelled'));
+        settle(() => reject(opts.signal?.reason ?? new Error('upload cancelled')));
+      };
+      if (opts.signal?.aborted) return onAbort();
+      opts.signal?.addEventListener('abort', onAbort, { once: true });
+      req.on('response', (res) => {
+        readText(res)
+          .then((text) => {
+            if (res.statusCode === 200) {
+              settle(() => resolve(JSON.parse(text) as StoredObjectReceipt));
+            } else {
+              // An early answer (413) arrives while we still write: stop sending and drop the connection.
+              body.unpipe(req);
+              req.destroy();
+              settle(() => reject(storageError(res.statusCode ?? 502, text)));
+            }
+          })
+          .catch((error) => settle(() => reject(error)))
+          .finally(() => opts.signal?.removeEventListener('abort', onAbort));
+      });
+      req.on('error', () => settle(() => reject(new ApiError('service_unavailable', 'Object storage is unavailable; try again.'))));
+      body.on('error', (error) => {
+        req.destroy(error);
+        settle(() => reject(error));
+      });
+      body.pipe(req);
+    });
+  }
+
+  /** Opens the object (or one byte range of it) as a stream. */
+  getObject(key: string, range?: { start: number; end: number }): Promise<ObjectStream> {
+    return new Promise<ObjectStream>((resolve, reject) => {
+      const headers = this.headers(range ? { range: `bytes=${range.start}-${range.end}` } : {});
+      const req = request(this.url(objectsPath(key)), { method: 'GET', agent: this.agent, headers });
+      req.on('response', (res) => {
+        const status = res.statusCode ?? 502;
+        if (status === 200 || status === 206) {
+          resolve({ status, body: res, contentLength: Number(res.headers['content-length'] ?? -1), contentRange: res.headers['content-range'] });
+          return;
+        }
+        readText(res).then((text) => reject(storageError(status, text)), reject);
+      });
+      req.on('error', () => reject(new ApiError('service_unavailable', 'Object storage is unavailable; try again.')));
+      req.end();
+    });
+  }
+
+  /** Copies the whole object into `sink` (used by jobs that read objects). */
+  async copyObjectTo(key: string, sink: NodeJS.WritableStream): Promise<void> {
+    const { body } = await this.getObject(key);
+    await pipeline(body, sink);
+  }
+
+  /** Deletes the object; a missing object counts as deleted. */
+  async deleteObject(key: string): Promise<void> {
+    const status = await this.simple('DELETE', objectsPath(key));
+    if (status !== 204 && status !== 200 && status !== 404) throw new ApiError('service_unavailable', `storage answered ${status} to a delete`);
+  }
+
+  async ping(): Promise<void> {
+    const status = await this.simple('GET', '/readyz');
+    if (status !== 200) throw new Error(`storage service /readyz answered ${status}`);
+  }
+
+  private simple(method: string, path: string): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
+      const req = request(this.url(path), { method, agent: this.agent, headers: this.headers() });
+      req.on('response', (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 502));
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}

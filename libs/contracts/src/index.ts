@@ -1,0 +1,4 @@
+export * from './error-codes';
+export * from './ids';
+export * from './queues';
+export * from './storage-api';

@@ -1,0 +1,44 @@
+/**
+ * The job contract shared by producers (gateway) and consumers (worker). Payloads carry ids only:
+ * handlers re-read state, so a job that runs twice is harmless.
+ */
+export const QUEUE = {
+  purge: 'purge',
+} as const;
+
+export const JOB = {
+  /** Delete one stored object whose references reached zero (or whose upload failed). */
+  purgeObject: 'purge-object',
+  /** Periodic: expire files, re-enqueue purges that were never queued, reclaim stale uploads. */
+  sweep: 'sweep',
+} as const;
+
+export interface PurgeObjectPayload {
+  objectId: string;
+  requestId?: string;
+}
+
+export type SweepPayload = Record<string, never>;
+
+export interface JobPayloads {
+  [JOB.purgeObject]: PurgeObjectPayload;
+  [JOB.sweep]: SweepPayload;
+}
+
+export const JOB_NAMES_BY_QUEUE = {
+  [QUEUE.purge]: [JOB.purgeObject, JOB.sweep],
+} as const;
+
+/** Deterministic job ids make a second enqueue of the same work a no-op while the first is pending. */
+export function purgeJobId(objectId: string): string {
+  return `purge-object:${objectId}`;
+}
+
+export const PURGE_JOB_OPTIONS = {
+  attempts: 8,
+  backoff: { type: 'exponential', delay: 2_000 },
+  removeOnComplete: { age: 3_600, count: 10_000 },
+  removeOnFail: { age: 7 * 24 * 3_600 },
+} as const;
+
+export const SWEEP_JOB_ID = 'sweep';
