@@ -31,7 +31,7 @@ export const JOB_NAMES_BY_QUEUE = {
 
 /** Deterministic job ids make a second enqueue of the same work a no-op while the first is pending. */
 export function purgeJobId(objectId: string): string {
-  return `purge-object:${objectId}`;
+  return `purge-object-${objectId}`;
 }
 
 export const PURGE_JOB_OPTIONS = {

@@ -44,7 +44,7 @@ export class MultipartUploadService {
   /** Rejects by Content-Length before a byte of the body is read. */
   checkDeclaredLength(req: IncomingMessage): void {
     const maxBytes = this.config.UHP_MAX_FILE_BYTES;
-    setDrainLimits(req, { maxBytes: 2 * maxBytes, timeoutMs: this.config.UHP_DRAIN_TIMEOUT_MS });
+    setDrainLimits(req, { maxBytes: 2 * (maxBytes + MULTIPART_ENVELOPE_BYTES), timeoutMs: this.config.UHP_DRAIN_TIMEOUT_MS });
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > maxBytes + MULTIPART_ENVELOPE_BYTES) {
       throw new ApiError('file_too_large', `The upload declares ${declared} bytes; max_file_bytes is ${maxBytes} (see GET /v1/limits).`, 'file');
@@ -91,6 +91,8 @@ export class MultipartUploadService {
       };
 
       parser.on('file', (name, stream, info) => {
+        // A form that ends early fails its file stream too; that must reach us, not crash the process.
+        stream.on('error', () => fail(new ApiError('invalid_multipart', 'The multipart body is malformed or incomplete.')));
         if (failure || name !== 'file') {
           stream.resume();
           return;

@@ -20,7 +20,7 @@ export class ObjectKeeper {
     await this.objects.abandonUpload(object.id);
     try {
       await this.storage.deleteObject(object.storageKey);
-      await this.objects.deletePurged(object.id);
+      await this.objects.finishPurge(object.id);
     } catch (error) {
       this.logger.warn({ err: error, objectId: object.id }, 'could not delete a discarded upload now; queued for purge');
       await this.purges.enqueue([object.id]);

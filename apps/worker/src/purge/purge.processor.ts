@@ -37,7 +37,7 @@ export class PurgeProcessor extends WorkerHost implements OnApplicationBootstrap
           return outcome;
         }
         case JOB.sweep: {
-          const result = await this.purge.sweep(this.config.STALE_UPLOAD_SECONDS);
+          const result = await this.purge.sweep(this.config.STALE_UPLOAD_SECONDS, this.config.TOMBSTONE_RETENTION_SECONDS);
           this.jobs.inc({ job: job.name, outcome: 'done' });
           return result;
         }

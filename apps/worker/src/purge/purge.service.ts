@@ -26,13 +26,13 @@ export class PurgeService {
     if (!object) return 'gone';
     if (object.status !== 'PURGING' || object.refCount > 0) return 'still-referenced';
     await this.storage.deleteObject(object.storageKey);
-    await this.objects.deletePurged(objectId);
+    await this.objects.finishPurge(objectId);
     this.logger.info({ objectId, key: object.storageKey }, 'object purged');
     return 'purged';
   }
 
-  /** Expires due files, re-enqueues lost purges and reclaims uploads a crashed gateway left. */
-  async sweep(staleUploadSeconds: number): Promise<{ expired: number; requeued: number; reclaimed: number }> {
+  /** Expires due files, re-enqueues lost purges, reclaims uploads a crashed gateway left, prunes old tombstones. */
+  async sweep(staleUploadSeconds: number, tombstoneRetentionSeconds: number): Promise<{ expired: number; requeued: number; reclaimed: number; pruned: number }> {
     let expired = 0;
     for (;;) {
       const released = await this.prisma.$transaction(async (tx) => {
@@ -46,7 +46,8 @@ export class PurgeService {
     const reclaimed = await this.objects.reclaimStaleUploads(new Date(Date.now() - staleUploadSeconds * 1000));
     const lost = await this.objects.listPurgingSince(new Date(Date.now() - LOST_PURGE_AFTER_MS), 1000);
     await this.purges.enqueue([...reclaimed, ...lost]);
-    if (expired || lost.length || reclaimed.length) this.logger.info({ expired, requeued: lost.length, reclaimed: reclaimed.length }, 'sweep');
-    return { expired, requeued: lost.length, reclaimed: reclaimed.length };
+    const pruned = await this.objects.pruneTombstones(new Date(Date.now() - tombstoneRetentionSeconds * 1000));
+    if (expired || lost.length || reclaimed.length || pruned) this.logger.info({ expired, requeued: lost.length, reclaimed: reclaimed.length, pruned }, 'sweep');
+    return { expired, requeued: lost.length, reclaimed: reclaimed.length, pruned };
   }
 }

@@ -91,6 +91,8 @@ export const workerConfigSchema = z.object({
   SWEEP_INTERVAL_MS: integer(15_000, 1_000),
   /** An UPLOADING object older than this was left by a crashed gateway and is reclaimed. */
   STALE_UPLOAD_SECONDS: integer(24 * 3600, 60),
+  /** Rows of deleted files, containers and sessions are kept this long (cursor anchors), then pruned. */
+  TOMBSTONE_RETENTION_SECONDS: integer(7 * 24 * 3600, 60),
 });
 
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;

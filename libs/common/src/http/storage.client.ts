@@ -82,12 +82,6 @@ export class StorageClient {
           ...(opts.contentType ? { [STORAGE_HEADER.contentType]: opts.contentType } : {}),
         }),
       });
-      const onAbort = () => {
-        req.destroy(new Error('upload cancelled'));
-        settle(() => reject(opts.signal?.reason ?? new Error('upload cancelled')));
-      };
-      if (opts.signal?.aborted) return onAbort();
-      opts.signal?.addEventListener('abort', onAbort, { once: true });
       req.on('response', (res) => {
         readText(res)
           .then((text) => {
@@ -108,6 +102,12 @@ export class StorageClient {
         req.destroy(error);
         settle(() => reject(error));
       });
+      const onAbort = () => {
+        req.destroy(new Error('upload cancelled'));
+        settle(() => reject(opts.signal?.reason ?? new Error('upload cancelled')));
+      };
+      if (opts.signal?.aborted) return onAbort();
+      opts.signal?.addEventListener('abort', onAbort, { once: true });
       body.pipe(req);
     });
   }

@@ -2,6 +2,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { acceptRequestId, REQUEST_ID_HEADER, requestContext } from './request-context';
 
+const PROBES = new Set(['/healthz', '/readyz', '/metrics']);
+
 /**
  * First middleware of every service: adopts or makes the request id, answers it in X-Request-Id,
  * runs the rest of the request inside its log context, and writes one access-log line at the end.
@@ -18,6 +20,7 @@ export function httpContextMiddleware(logger: Logger, onFinish?: (req: IncomingM
       const path = (req.url ?? '').split('?')[0];
       const line = { requestId, method: req.method, path: path.length > 200 ? `${path.slice(0, 200)}…` : path, status: res.statusCode, ms: Math.round(seconds * 1000), aborted: !res.writableFinished };
       if (res.statusCode >= 500) logger.warn(line, 'request failed');
+      else if (PROBES.has(path)) logger.debug(line, 'probe');
       else logger.info(line, 'request');
     });
     requestContext.run({ requestId }, next);

@@ -5,7 +5,7 @@ import type { PrismaService, Tx } from '../prisma.service';
 export interface StoredObjectRow {
   id: string;
   storageKey: string;
-  status: 'UPLOADING' | 'READY' | 'PURGING';
+  status: 'UPLOADING' | 'READY' | 'PURGING' | 'PURGED';
   refCount: number;
 }
 
@@ -63,10 +63,38 @@ export class StoredObjectRepository {
     return this.prisma.storedObject.findUnique({ where: { id }, select: { id: true, storageKey: true, status: true, refCount: true } });
   }
 
-  /** Removes the row of a purged object, only if it is still PURGING with no references. */
-  async deletePurged(id: string): Promise<boolean> {
-    const { count } = await this.prisma.storedObject.deleteMany({ where: { id, status: 'PURGING', refCount: 0 } });
+  /**
+   * After its bytes are deleted: removes the row, or, while deleted file rows still point at it, keeps
+   * it as PURGED until those are pruned. Only an object still PURGING with no references qualifies.
+   */
+  async finishPurge(id: string): Promise<boolean> {
+    const removed = await this.prisma.$executeRaw(Prisma.sql`
+      DELETE FROM stored_objects o
+       WHERE o.id = ${id}::uuid AND o.status = 'PURGING' AND o.ref_count = 0
+         AND NOT EXISTS (SELECT 1 FROM files f WHERE f.object_id = o.id)
+         AND NOT EXISTS (SELECT 1 FROM container_files c WHERE c.object_id = o.id)`);
+    if (removed === 1) return true;
+    const { count } = await this.prisma.storedObject.updateMany({ where: { id, status: 'PURGING', refCount: 0 }, data: { status: 'PURGED' } });
     return count === 1;
+  }
+
+  /** Deleted rows older than `before` are dropped, then the PURGED objects nothing points at any more. */
+  async pruneTombstones(before: Date): Promise<number> {
+    return this.prisma.$transaction(async (tx) => {
+      await tx.containerFile.deleteMany({ where: { deletedAt: { lt: before } } });
+      await tx.file.deleteMany({ where: { deletedAt: { lt: before } } });
+      await tx.$executeRaw(Prisma.sql`
+        DELETE FROM containers c WHERE c.deleted_at < ${before}
+           AND NOT EXISTS (SELECT 1 FROM container_files f WHERE f.container_id = c.id)`);
+      await tx.$executeRaw(Prisma.sql`
+        DELETE FROM sessions s WHERE s.deleted_at < ${before}
+           AND NOT EXISTS (SELECT 1 FROM containers c WHERE c.session_id = s.id)
+           AND NOT EXISTS (SELECT 1 FROM container_files f WHERE f.session_id = s.id)`);
+      return tx.$executeRaw(Prisma.sql`
+        DELETE FROM stored_objects o WHERE o.status = 'PURGED'
+           AND NOT EXISTS (SELECT 1 FROM files f WHERE f.object_id = o.id)
+           AND NOT EXISTS (SELECT 1 FROM container_files c WHERE c.object_id = o.id)`);
+    });
   }
 
   /** Safety net: PURGING objects whose purge job was lost (Redis down at the time, say). */

@@ -2,7 +2,7 @@
 CREATE SCHEMA IF NOT EXISTS "public";
 
 -- CreateEnum
-CREATE TYPE "stored_object_status" AS ENUM ('UPLOADING', 'READY', 'PURGING');
+CREATE TYPE "stored_object_status" AS ENUM ('UPLOADING', 'READY', 'PURGING', 'PURGED');
 
 -- CreateEnum
 CREATE TYPE "file_purpose" AS ENUM ('assistants', 'batch', 'fine-tune', 'vision', 'user_data', 'evals');

@@ -1,0 +1,107 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '@app/contracts';
+import { ContainerFileRepository, FileRepository, PrismaService, PrincipalRepository, SessionRepository, StoredObjectRepository } from '@app/db';
+import { TEST_DATABASE_URL } from '../support/env';
+
+const prisma = new PrismaService(TEST_DATABASE_URL, 4);
+const principals = new PrincipalRepository(prisma);
+const objects = new StoredObjectRepository(prisma);
+const files = new FileRepository(prisma);
+const sessions = new SessionRepository(prisma);
+const containerFiles = new ContainerFileRepository(prisma);
+
+let alice: string;
+let bob: string;
+
+async function readyObject(principalId: string) {
+  const object = await objects.createUploading(principalId);
+  await prisma.$transaction((tx) => objects.markReady(tx, object.id, 3, 'ab'.repeat(32)));
+  return object;
+}
+
+async function newFile(principalId: string, extra: Partial<{ expiresAt: Date }> = {}) {
+  const object = await readyObject(principalId);
+  return prisma.$transaction((tx) =>
+    files.create(tx, principalId, { id: newId('file'), objectId: object.id, filename: 'x.txt', bytes: 3, contentType: 'text/plain', sha256: 'ab'.repeat(32), purpose: 'user_data', createdAt: new Date(), expiresAt: extra.expiresAt ?? null }),
+  );
+}
+
+beforeAll(async () => {
+  alice = (await principals.ensureKey(`alice-${randomUUID()}`, randomUUID(), 'sk_a', null)).id;
+  bob = (await principals.ensureKey(`bob-${randomUUID()}`, randomUUID(), 'sk_b', null)).id;
+});
+afterAll(() => prisma.$disconnect());
+
+describe('repositories against the real Postgres', () => {
+  it('keys: ensureKey is idempotent, a revoked key finds no principal', async () => {
+    const name = `carol-${randomUUID()}`;
+    const hash = randomUUID();
+    const first = await principals.ensureKey(name, hash, 'sk_c_pref', 'test');
+    const second = await principals.ensureKey(name, hash, 'sk_c_pref', 'test');
+    expect(second.id).toBe(first.id);
+    expect((await principals.findByKeyHash(hash))?.name).toBe(name);
+    expect(await principals.revoke('sk_c_pref')).toBe(1);
+    expect(await principals.findByKeyHash(hash)).toBeNull();
+    await expect(principals.ensureKey(`dave-${randomUUID()}`, hash, 'x', null)).rejects.toThrow(/another principal/);
+  });
+
+  it('files are visible to their principal only, and not once expired', async () => {
+    const file = await newFile(alice);
+    expect((await files.findForOwner(alice, file.id))?.id).toBe(file.id);
+    expect(await files.findForOwner(bob, file.id)).toBeNull();
+    const expired = await newFile(alice, { expiresAt: new Date(Date.now() - 1000) });
+    expect(await files.findForOwner(alice, expired.id)).toBeNull();
+    const page = await files.listForOwner(bob, { limit: 1000, order: 'desc' });
+    expect(page.items.map((f) => f.id)).not.toContain(file.id);
+  });
+
+  it('reference counts: retain and release, PURGING at zero, never negative', async () => {
+    const object = await readyObject(alice);
+    expect(await prisma.$transaction((tx) => objects.retain(tx, object.id))).toBe(true);
+    expect(await prisma.$transaction((tx) => objects.release(tx, [object.id]))).toEqual([]);
+    expect(await prisma.$transaction((tx) => objects.release(tx, [object.id]))).toEqual([object.id]);
+    const row = await objects.findForPurge(object.id);
+    expect(row).toMatchObject({ status: 'PURGING', refCount: 0 });
+    expect(await prisma.$transaction((tx) => objects.retain(tx, object.id))).toBe(false);
+    expect(await objects.finishPurge(object.id)).toBe(true);
+    expect(await objects.findForPurge(object.id)).toBeNull();
+  });
+
+  it('keeps a purged object as a tombstone while deleted rows point at it, then prunes both', async () => {
+    const file = await newFile(alice);
+    const released = await prisma.$transaction(async (tx) => objects.release(tx, [(await files.markDeleted(tx, alice, file.id))!]));
+    expect(released).toEqual([file.objectId]);
+    expect(await objects.finishPurge(file.objectId)).toBe(true);
+    expect((await objects.findForPurge(file.objectId))?.status).toBe('PURGED');
+    await objects.pruneTombstones(new Date(Date.now() + 60_000));
+    expect(await objects.findForPurge(file.objectId)).toBeNull();
+  });
+
+  it('release counts an object listed twice twice', async () => {
+    const object = await readyObject(alice);
+    await prisma.$transaction((tx) => objects.retain(tx, object.id));
+    expect(await prisma.$transaction((tx) => objects.release(tx, [object.id, object.id]))).toEqual([object.id]);
+  });
+
+  it('expireDue marks due files deleted and hands back their objects', async () => {
+    const due = await newFile(alice, { expiresAt: new Date(Date.now() - 5000) });
+    const released = await prisma.$transaction((tx) => files.expireDue(tx, new Date(), 10_000));
+    expect(released).toContain(due.objectId);
+    expect(await prisma.$transaction((tx) => files.expireDue(tx, new Date(), 10_000))).not.toContain(due.objectId);
+  });
+
+  it('session deletion takes its containers and artifacts, scoped to the owner', async () => {
+    const ids = { sessionId: newId('session'), containerId: newId('container') };
+    await prisma.$transaction((tx) => sessions.create(tx, alice, ids, {}, null));
+    const object = await readyObject(alice);
+    await prisma.$transaction((tx) =>
+      containerFiles.create(tx, alice, { id: newId('file'), sessionId: ids.sessionId, containerId: ids.containerId, objectId: object.id, filename: 'a.txt', bytes: 3, contentType: 'text/plain', sha256: 'ab'.repeat(32), source: 'user', responseId: null, createdAt: new Date() }),
+    );
+    expect(await prisma.$transaction((tx) => sessions.markDeleted(tx, bob, ids.sessionId))).toBeNull();
+    const objectIds = await prisma.$transaction((tx) => sessions.markDeleted(tx, alice, ids.sessionId));
+    expect(objectIds).toEqual([object.id]);
+    expect(await sessions.findContainerForOwner(alice, ids.containerId)).toBeNull();
+    expect((await containerFiles.listSessionArtifacts(alice, ids.sessionId, undefined, 10)).items).toEqual([]);
+  });
+});

@@ -1,0 +1,89 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { request } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { StorageClient } from '@app/common';
+import { TEST_STORAGE_TOKEN } from '../support/env';
+import { objectExists, unfinishedUploads } from '../support/s3';
+import { pollUntil } from '../support/poll';
+import { Stack } from '../support/stack';
+import { Readable } from 'node:stream';
+
+const MiB = 1024 * 1024;
+// The storage service alone, with 5 MiB parts so a few MiB already make a real multipart upload.
+const stack = new Stack(18280, { S3_PART_SIZE_BYTES: String(5 * MiB), UHP_MAX_FILE_BYTES: String(64 * MiB) });
+const client = new StorageClient({ baseUrl: `http://127.0.0.1:${stack.port('storage')}`, token: TEST_STORAGE_TOKEN });
+const key = () => `objects/${randomUUID()}`;
+const sha = (data: Buffer) => createHash('sha256').update(data).digest('hex');
+
+async function drain(stream: NodeJS.ReadableStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+beforeAll(() => stack.start(['storage']));
+afterAll(() => stack.stop());
+
+describe('storage service against the real S3 server', () => {
+  it('streams a multipart put in, measures it, and reads it back whole and by range', async () => {
+    const data = randomBytes(12 * MiB + 123);
+    const k = key();
+    const receipt = await client.putObject(k, Readable.from([data.subarray(0, 7 * MiB), data.subarray(7 * MiB)]), { maxBytes: 64 * MiB });
+    expect(receipt).toEqual({ key: k, bytes: data.length, sha256: sha(data) });
+    const whole = await client.getObject(k);
+    expect(whole.status).toBe(200);
+    expect(sha(await drain(whole.body))).toBe(sha(data));
+    const part = await client.getObject(k, { start: 6 * MiB - 10, end: 6 * MiB + 9 });
+    expect(part.status).toBe(206);
+    expect(part.contentRange).toBe(`bytes ${6 * MiB - 10}-${6 * MiB + 9}/${data.length}`);
+    expect((await drain(part.body)).equals(data.subarray(6 * MiB - 10, 6 * MiB + 10))).toBe(true);
+    await client.deleteObject(k);
+    expect(await objectExists(k)).toBe(false);
+    await client.deleteObject(k); // deleting twice is fine
+  });
+
+  it('stores an empty object', async () => {
+    const k = key();
+    expect((await client.putObject(k, Readable.from([]), { maxBytes: 10 })).bytes).toBe(0);
+    expect(await objectExists(k)).toBe(true);
+    await client.deleteObject(k);
+  });
+
+  it('answers 413 one byte past the cap and leaves no object and no unfinished multipart upload', async () => {
+    const k = key();
+    const data = randomBytes(11 * MiB);
+    await expect(client.putObject(k, Readable.from([data]), { maxBytes: 11 * MiB - 1 })).rejects.toMatchObject({ code: 'file_too_large' });
+    expect(await objectExists(k)).toBe(false);
+    expect((await unfinishedUploads()).filter((u) => u.startsWith(k))).toEqual([]);
+  });
+
+  it('aborts the multipart upload when the caller goes away mid-put', async () => {
+    const k = key();
+    const cancel = new AbortController();
+    const body = new Readable({ read() {} });
+    const put = client.putObject(k, body, { maxBytes: 64 * MiB, signal: cancel.signal });
+    body.push(randomBytes(11 * MiB)); // two parts are under way
+    await pollUntil(async () => (await unfinishedUploads()).some((u) => u.startsWith(k)), 'the multipart upload has started', 20_000, 100);
+    cancel.abort();
+    await expect(put).rejects.toBeDefined();
+    await client.deleteObject(k); // waits for the put in flight to finish its cleanup
+    expect((await unfinishedUploads()).filter((u) => u.startsWith(k))).toEqual([]);
+    expect(await objectExists(k)).toBe(false);
+  });
+
+  it('refuses callers without the storage token and keys it did not make', async () => {
+    const status = (path: string, headers: Record<string, string>) =>
+      new Promise<number>((resolve, reject) => {
+        const req = request({ host: '127.0.0.1', port: stack.port('storage'), path, headers }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    expect(await status(`/internal/objects/${encodeURIComponent(key())}`, {})).toBe(401);
+    expect(await status(`/internal/objects/${encodeURIComponent(key())}`, { authorization: 'Bearer wrong' })).toBe(401);
+    expect(await status(`/internal/objects/${encodeURIComponent('../etc/passwd')}`, { authorization: `Bearer ${TEST_STORAGE_TOKEN}` })).toBe(404);
+    expect(await status(`/internal/objects/${encodeURIComponent(key())}`, { authorization: `Bearer ${TEST_STORAGE_TOKEN}` })).toBe(404);
+  });
+});

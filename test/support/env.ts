@@ -1,0 +1,46 @@
+/** The test environment: its own database, bucket, Redis db and ports, so tests never touch dev data. */
+export const TEST_DATABASE_URL = process.env.UHP_TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/uhp_test';
+export const TEST_REDIS_URL = process.env.UHP_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/3';
+export const TEST_BUCKET = process.env.UHP_TEST_BUCKET ?? 'uhp-test';
+export const TEST_STORAGE_TOKEN = 'test-storage-token-0123456789';
+export const TEST_MAX_FILE_BYTES = 4 * 1024 * 1024;
+
+export const S3 = {
+  endpoint: process.env.S3_ENDPOINT ?? 'http://127.0.0.1:7480',
+  region: process.env.S3_REGION ?? 'us-east-1',
+  accessKeyId: process.env.S3_ACCESS_KEY_ID ?? 'uhp-dev-access',
+  secretAccessKey: process.env.S3_SECRET_ACCESS_KEY ?? 'uhp-dev-secret-key-0123456789',
+};
+
+export const KEYS = { alice: 'sk_test_alice_0123456789', bob: 'sk_test_bob_0123456789' } as const;
+
+/** Environment for the three services of a test stack whose ports start at `portBase`. */
+export function stackEnv(portBase: number, overrides: Record<string, string> = {}): Record<string, string> {
+  return {
+    PORT: String(portBase),
+    STORAGE_PORT: String(portBase + 1),
+    WORKER_PORT: String(portBase + 2),
+    HOST: '127.0.0.1',
+    STORAGE_URL: `http://127.0.0.1:${portBase + 1}`,
+    STORAGE_TOKEN: TEST_STORAGE_TOKEN,
+    DATABASE_URL: TEST_DATABASE_URL,
+    REDIS_URL: TEST_REDIS_URL,
+    S3_ENDPOINT: S3.endpoint,
+    S3_REGION: S3.region,
+    S3_BUCKET: TEST_BUCKET,
+    S3_ACCESS_KEY_ID: S3.accessKeyId,
+    S3_SECRET_ACCESS_KEY: S3.secretAccessKey,
+    UHP_API_KEYS: `alice=${KEYS.alice},bob=${KEYS.bob}`,
+    UHP_MAX_FILE_BYTES: String(TEST_MAX_FILE_BYTES),
+    UHP_MAX_INLINE_FILE_BYTES: String(1024 * 1024),
+    UHP_PUBLIC_BASE_URL: `http://127.0.0.1:${portBase}`,
+    UHP_DRAIN_TIMEOUT_MS: '10000',
+    SWEEP_INTERVAL_MS: '2000',
+    LOG_LEVEL: 'info',
+    ...overrides,
+  };
+}
+
+/** The port base of the shared e2e stack started by the global setup. */
+export const E2E_PORT_BASE = 18080;
+export const E2E_BASE_URL = `http://127.0.0.1:${E2E_PORT_BASE}`;
