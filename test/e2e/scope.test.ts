@@ -79,7 +79,7 @@ describe('scope: another principal, the wrong container, malformed and traversal
   });
 
   it('asks for the key before saying anything is missing', async () => {
-    for (const [method, path] of [['GET', '/v1/containers/cntr_000000000000000000000000/files/file_000000000000000000000000/content'], ['DELETE', '/v1/containers/cntr_000000000000000000000000'], ['GET', '/v1/files']]) {
+    for (const [method, path] of [['GET', '/v1/containers/cntr_000000000000000000000000/files/file_000000000000000000000000/content'], ['DELETE', '/v1/containers/cntr_000000000000000000000000'], ['GET', '/v1/files'], ['POST', '/v1/no-such-route']]) {
       const res = await api(method, path, { who: 'anon' });
       expect(res.status).toBe(401);
       expect(res.json.error).toMatchObject({ type: 'authentication_error', code: 'invalid_api_key' });

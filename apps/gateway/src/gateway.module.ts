@@ -4,7 +4,7 @@ import { APP_GUARD } from '@nestjs/core';
 import { APP_CONFIG, HealthModule, PurgeProducer, READINESS_CHECKS, StorageClient, type GatewayConfig, type ReadinessCheck } from '@app/common';
 import { QUEUE } from '@app/contracts';
 import { DbModule, PrismaService } from '@app/db';
-import { ApiKeyGuard, BootstrapKeys } from './auth/auth';
+import { ApiKeyGuard, ApiKeyMiddleware, BootstrapKeys } from './auth/auth';
 import { ContainerFilesService } from './containers/container-files.service';
 import { ContainersController } from './containers/containers.controller';
 import { ContainersService } from './containers/containers.service';
@@ -70,6 +70,6 @@ class GatewayIoModule {}
 })
 export class GatewayModule implements NestModule {
   configure(consumer: MiddlewareConsumer): void {
-    consumer.apply(JsonBodyMiddleware).forRoutes('*path');
+    consumer.apply(ApiKeyMiddleware, JsonBodyMiddleware).forRoutes('*path');
   }
 }

@@ -1,4 +1,4 @@
-import { type CanActivate, createParamDecorator, type ExecutionContext, Inject, Injectable, type OnApplicationBootstrap } from '@nestjs/common';
+import { type CanActivate, createParamDecorator, type ExecutionContext, Inject, Injectable, type NestMiddleware, type OnApplicationBootstrap } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { IncomingMessage } from 'node:http';
 import { ApiError, APP_CONFIG, IS_PUBLIC, LOGGER, type AppLogger, type GatewayConfig } from '@app/common';
@@ -9,21 +9,36 @@ type AuthedRequest = IncomingMessage & { principal?: PrincipalRow };
 
 const BEARER = /^Bearer ([\x21-\x7e]{1,256})$/;
 
-/** Every route needs `Authorization: Bearer <key>` unless marked @Public(); 401 comes before any 404. */
+const PUBLIC_API_PATHS = new Set(['/v1/limits']);
+
+/**
+ * Resolves `Authorization: Bearer <key>` to its principal before routing, so that every /v1 path —
+ * an unknown route or id included — answers 401 to a missing or unknown key before it could say 404.
+ */
+@Injectable()
+export class ApiKeyMiddleware implements NestMiddleware {
+  constructor(@Inject(PrincipalRepository) private readonly principals: PrincipalRepository) {}
+
+  async use(req: AuthedRequest, _res: unknown, next: () => void): Promise<void> {
+    const match = BEARER.exec(req.headers.authorization ?? '');
+    if (match) req.principal = (await this.principals.findByKeyHash(hashApiKey(match[1]))) ?? undefined;
+    // originalUrl: a mounted middleware sees req.url relative to its mount point.
+    const path = ((req as AuthedRequest & { originalUrl?: string }).originalUrl ?? req.url ?? '').split('?')[0];
+    if (!req.principal && path.startsWith('/v1/') && !PUBLIC_API_PATHS.has(path)) throw invalidKey();
+    next();
+  }
+}
+
+const invalidKey = () => new ApiError('invalid_api_key', 'Missing or unknown API key. Send Authorization: Bearer <key>.');
+
+/** Routes not marked @Public() need the principal the middleware resolved. */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
-  constructor(
-    @Inject(Reflector) private readonly reflector: Reflector,
-    @Inject(PrincipalRepository) private readonly principals: PrincipalRepository,
-  ) {}
+  constructor(@Inject(Reflector) private readonly reflector: Reflector) {}
 
-  async canActivate(context: ExecutionContext): Promise<boolean> {
+  canActivate(context: ExecutionContext): boolean {
     if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, [context.getHandler(), context.getClass()])) return true;
-    const req = context.switchToHttp().getRequest<AuthedRequest>();
-    const match = BEARER.exec(req.headers.authorization ?? '');
-    const principal = match ? await this.principals.findByKeyHash(hashApiKey(match[1])) : null;
-    if (!principal) throw new ApiError('invalid_api_key', 'Missing or unknown API key. Send Authorization: Bearer <key>.');
-    req.principal = principal;
+    if (!context.switchToHttp().getRequest<AuthedRequest>().principal) throw invalidKey();
     return true;
   }
 }
