@@ -1,18 +1,34 @@
 #!/usr/bin/env bash
 # `npm test`: every test. Installs what is missing, starts Postgres, Redis and the local S3 server,
 # creates and migrates the test database, builds the three services, then runs the unit,
-# integration and end-to-end tiers in turn (each tier is a vitest project; see vitest.config.ts).
+# integration and end-to-end tiers in turn (each tier is a vitest project; see vitest.config.ts)
+# and ends with one summary line over all of them.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 [[ -d node_modules/.bin ]] || npm ci --no-audit --no-fund
-UHP_DATABASES="uhp_test" bash infra/local/up.sh
+UHP_DATABASES="uhp_test" bash infra/local/up.sh >/dev/null
 npm run --silent build >/dev/null
 
+RESULTS="$ROOT/.data/test-results"
+rm -rf "$RESULTS" && mkdir -p "$RESULTS"
 status=0
 for tier in unit integration e2e; do
   echo "── $tier tests ──"
-  npx vitest run --project "$tier" || status=1
+  npx vitest run --project "$tier" --reporter=default --reporter=json --outputFile="$RESULTS/$tier.json" || status=1
 done
+node -e '
+  const fs = require("fs");
+  let passed = 0, failed = 0, skipped = 0;
+  for (const tier of ["unit", "integration", "e2e"]) {
+    const file = `${process.argv[1]}/${tier}.json`;
+    if (!fs.existsSync(file)) { failed++; console.error(`${tier}: no results (the run crashed)`); continue; }
+    const r = JSON.parse(fs.readFileSync(file, "utf8"));
+    passed += r.numPassedTests; failed += r.numFailedTests; skipped += r.numPendingTests + r.numTodoTests;
+    if (!r.success && r.numFailedTests === 0) { failed++; console.error(`${tier}: errors outside tests`); }
+  }
+  console.log(`tests: ${passed} passed, ${failed} failed, ${skipped} skipped`);
+  if (failed > 0) process.exitCode = 1;
+' "$RESULTS" || status=1
 exit $status
