@@ -6,6 +6,7 @@ import { count, dbNow, leftoversSince } from '../support/db';
 import { TEST_MAX_FILE_BYTES } from '../support/env';
 import { pollUntil } from '../support/poll';
 import { unfinishedUploads } from '../support/s3';
+import { S3FaultProxy } from '../support/s3-fault-proxy';
 import { Stack } from '../support/stack';
 
 const MAX = TEST_MAX_FILE_BYTES;
@@ -146,5 +147,41 @@ describe('the storage service dying mid-upload', () => {
     await stack.start(['storage']);
     await pollUntil(async () => (await unfinishedUploads()).length === 0, 'orphaned multipart uploads aborted by the restarted storage service', 30_000);
     await pollUntil(async () => (await leftoversSince(since)).objects === 0, 'the stored-object row is reclaimed', 30_000);
+  });
+});
+
+describe('S3 failing mid-upload', () => {
+  const proxy = new S3FaultProxy();
+  let stack: Stack;
+  afterAll(async () => {
+    await stack?.stop();
+    await proxy.stop();
+  });
+
+  it('answers 503 once S3 keeps failing parts, and aborts the multipart upload so nothing is left', async () => {
+    const endpoint = await proxy.start();
+    stack = new Stack(18580, { S3_ENDPOINT: endpoint, UHP_MAX_FILE_BYTES: String(64 * 1024 * 1024), S3_PART_SIZE_BYTES: String(5 * 1024 * 1024), S3_UPLOAD_QUEUE_SIZE: '1' });
+    await stack.start(['storage', 'gateway']);
+    const since = await dbNow();
+    const res = await rawRequest('/v1/files', {
+      base: stack.baseUrl,
+      headers: { 'content-type': MULTIPART_TYPE, 'transfer-encoding': 'chunked' },
+      write: (req) => {
+        req.write(partHead('file', 's3-fails.bin'));
+        req.write(randomBytes(6 * 1024 * 1024)); // the first part goes through
+        const waitForFirstPart = setInterval(() => {
+          if (proxy.partsSeen < 1) return;
+          clearInterval(waitForFirstPart);
+          proxy.failParts = true; // from the second part on, S3 answers 500
+          req.write(randomBytes(6 * 1024 * 1024));
+          req.end(CLOSE);
+        }, 50);
+      },
+    });
+    expect(proxy.partsFailed).toBeGreaterThan(0);
+    expect(res.status).toBe(503);
+    expect(JSON.parse(res.body).error).toMatchObject({ type: 'server_error', code: 'service_unavailable' });
+    expect(res.headers['retry-after']).toBeDefined();
+    await expectNothingLeftSince(since);
   });
 });

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import busboy from 'busboy';
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
-import { ApiError, APP_CONFIG, LOGGER, setDrainLimits, StorageClient, type AppLogger, type GatewayConfig } from '@app/common';
+import { ApiError, APP_CONFIG, ClientGoneError, LOGGER, setDrainLimits, StorageClient, type AppLogger, type GatewayConfig } from '@app/common';
 import type { StoredObjectReceipt } from '@app/contracts';
 import { StoredObjectRepository, type StoredObjectRow } from '@app/db';
 import { resolveContentType } from './content-type';
@@ -23,7 +23,6 @@ export interface ReceivedUpload {
 /** Checks one form field as it arrives; throws an ApiError to reject the upload at once. */
 export type FieldCheck = (name: string, value: string) => void;
 
-class ClientGoneError extends Error {}
 
 /**
  * Receives a `multipart/form-data` upload: the `file` part streams straight into the storage service

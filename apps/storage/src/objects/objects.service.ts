@@ -44,21 +44,50 @@ export class ObjectsService implements OnModuleInit, OnModuleDestroy {
     const cap = Math.min(maxBytes, this.config.UHP_MAX_FILE_BYTES);
     const meter = new MeteringTransform(cap);
     const upload = this.s3.upload(key, meter, cap, contentType);
-    const input = pipeline(body, meter);
-    const [inputResult, uploadResult] = await Promise.allSettled([input, upload.done()]);
+    // Piped by hand, not with pipeline(): a failed upload must not destroy the request's socket, or the
+    // caller would never read our answer.
+    let firstFailure: 'input' | 'upload' | undefined;
+    const input = new Promise<void>((resolve, reject) => {
+      let failed = false;
+      const fail = (error: unknown) => {
+        if (failed) return;
+        failed = true;
+        firstFailure ??= 'input';
+        reject(error);
+        // Ends the upload's input with the error, so lib-storage aborts its multipart upload.
+        body.unpipe(meter);
+        if (!meter.destroyed) meter.destroy(error instanceof Error ? error : new Error(String(error)));
+      };
+      body.once('end', () => {
+        if (!firstFailure) resolve();
+      });
+      body.once('error', fail);
+      body.once('close', () => {
+        if (!body.readableEnded) fail(new Error('the caller went away'));
+      });
+      meter.once('error', fail);
+      body.pipe(meter);
+    });
+    const uploaded = upload.done().catch((error: unknown) => {
+      firstFailure ??= 'upload';
+      throw error;
+    });
+    const [inputResult, uploadResult] = await Promise.allSettled([input, uploaded]);
     if (inputResult.status === 'fulfilled' && uploadResult.status === 'fulfilled') {
       return { key, bytes: meter.bytes, sha256: meter.digest() };
     }
+    body.unpipe(meter);
+    meter.destroy();
     // lib-storage aborts its multipart upload before done() rejects; this also catches the window where
     // the input failed after the last part and the object was completed anyway.
     await this.removeLeftovers(key);
-    const cause = inputResult.status === 'rejected' ? inputResult.reason : (uploadResult as PromiseRejectedResult).reason;
+    const cause = firstFailure === 'upload' || inputResult.status === 'fulfilled' ? (uploadResult as PromiseRejectedResult).reason : inputResult.reason;
     if (cause instanceof ObjectTooLargeError) {
       this.logger.info({ key, maxBytes: cap }, 'upload over its byte cap aborted');
       throw new ApiError('file_too_large', `The object is larger than ${cap} bytes.`);
     }
-    if (body.destroyed && inputResult.status === 'rejected') {
-      this.logger.info({ key, bytes: meter.bytes }, 'upload cancelled by the client; multipart upload aborted');
+    if (firstFailure === 'input') {
+      this.logger.info({ key, bytes: meter.bytes }, 'upload cancelled by the caller; multipart upload aborted');
       throw new ApiError('invalid_request', 'The upload was cancelled.');
     }
     this.logger.error({ key, err: cause }, 'upload to S3 failed; multipart upload aborted');

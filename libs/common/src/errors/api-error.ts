@@ -35,3 +35,11 @@ export class ApiError extends Error {
 
 /** A retry cannot fix these: tell the OpenAI SDK not to retry (PROFILE §1). */
 export const NO_RETRY_HEADERS = { 'x-should-retry': 'false' } as const;
+
+/** The client hung up before the request was done: nothing to answer, nothing to log as a failure. */
+export class ClientGoneError extends Error {
+  constructor(message = 'client disconnected') {
+    super(message);
+    this.name = 'ClientGoneError';
+  }
+}

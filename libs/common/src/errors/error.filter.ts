@@ -1,7 +1,7 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException } from '@nestjs/common';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { ApiError, NO_RETRY_HEADERS } from './api-error';
+import { ApiError, ClientGoneError, NO_RETRY_HEADERS } from './api-error';
 import { type DrainLimits, drainRequest } from './drain';
 
 interface BodyParserError {
@@ -36,6 +36,7 @@ export function toApiError(exception: unknown): ApiError {
 }
 
 function isClientGone(exception: unknown): boolean {
+  if (exception instanceof ClientGoneError) return true;
   const code = (exception as { code?: string } | null)?.code;
   return (exception as BodyParserError | null)?.type === 'request.aborted' || code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE';
 }
@@ -51,7 +52,7 @@ export class ApiErrorFilter implements ExceptionFilter {
     const http = host.switchToHttp();
     const req = http.getRequest<IncomingMessage>();
     const res = http.getResponse<ServerResponse>();
-    if (isClientGone(exception) && (req.destroyed || req.socket?.destroyed)) return;
+    if (isClientGone(exception) && (exception instanceof ClientGoneError || req.destroyed || req.socket?.destroyed)) return;
     const error = toApiError(exception);
     if (error.code === 'internal_error') {
       this.logger.error({ err: exception }, 'unhandled error');
