@@ -8,6 +8,7 @@ import { ApiKeyGuard, ApiKeyMiddleware, BootstrapKeys } from './auth/auth';
 import { ContainerFilesService } from './containers/container-files.service';
 import { ContainersController } from './containers/containers.controller';
 import { ContainersService } from './containers/containers.service';
+import { FileCopier } from './containers/file-copier.service';
 import { DownloadService } from './downloads/download.service';
 import { FilesController } from './files/files.controller';
 import { FilesService } from './files/files.service';
@@ -66,6 +67,7 @@ class GatewayIoModule {}
     SessionsService,
     ContainersService,
     ContainerFilesService,
+    FileCopier,
   ],
 })
 export class GatewayModule implements NestModule {

@@ -2,7 +2,8 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { ApiError, PurgeProducer } from '@app/common';
 import { isId, newId } from '@app/contracts';
-import { ContainerFileRepository, FileRepository, PrismaService, SessionRepository, StoredObjectRepository, type ContainerFileRow, type ContainerRow } from '@app/db';
+import { ContainerFileRepository, PrismaService, SessionRepository, StoredObjectRepository, type ContainerFileRow, type ContainerRow, type Tx } from '@app/db';
+import { FileCopier } from './file-copier.service';
 import { DownloadService } from '../downloads/download.service';
 import type { ListQuery } from '../http/list-query';
 import { MultipartUploadService } from '../uploads/multipart-upload.service';
@@ -18,12 +19,12 @@ export class ContainerFilesService {
     @Inject(PrismaService) private readonly prisma: PrismaService,
     @Inject(ContainersService) private readonly containers: ContainersService,
     @Inject(SessionRepository) private readonly sessions: SessionRepository,
-    @Inject(FileRepository) private readonly files: FileRepository,
     @Inject(ContainerFileRepository) private readonly containerFiles: ContainerFileRepository,
     @Inject(StoredObjectRepository) private readonly objects: StoredObjectRepository,
     @Inject(MultipartUploadService) private readonly uploads: MultipartUploadService,
     @Inject(ObjectKeeper) private readonly keeper: ObjectKeeper,
     @Inject(DownloadService) private readonly downloads: DownloadService,
+    @Inject(FileCopier) private readonly copier: FileCopier,
     @Inject(PurgeProducer) private readonly purges: PurgeProducer,
   ) {}
 
@@ -61,24 +62,7 @@ export class ContainerFilesService {
     await this.containers.get(principalId, containerId);
     const fileId = body.file_id;
     if (typeof fileId !== 'string') throw ApiError.invalid('Send a multipart file part, or JSON {"file_id": "file_…"}.', 'file_id');
-    return this.prisma.$transaction(async (tx) => {
-      const container = await this.liveContainer(tx, principalId, containerId);
-      const file = isId('file', fileId) ? await this.files.findForOwner(principalId, fileId, tx) : null;
-      if (!file || !(await this.objects.retain(tx, file.objectId))) throw ApiError.notFound('file', 'file_id');
-      return this.containerFiles.create(tx, principalId, {
-        id: newId('file'),
-        sessionId: container.sessionId,
-        containerId,
-        objectId: file.objectId,
-        filename: file.filename,
-        bytes: file.bytes,
-        contentType: file.contentType,
-        sha256: file.sha256,
-        source: 'user',
-        responseId: null,
-        createdAt: new Date(),
-      });
-    });
+    return this.prisma.$transaction(async (tx) => this.copier.copyInto(tx, principalId, await this.liveContainer(tx, principalId, containerId), fileId, 'file_id'));
   }
 
   async get(principalId: string, containerId: string, id: string): Promise<ContainerFileRow> {
@@ -108,7 +92,7 @@ export class ContainerFilesService {
     await this.purges.enqueue(released);
   }
 
-  private async liveContainer(tx: Parameters<Parameters<PrismaService['$transaction']>[0]>[0], principalId: string, containerId: string): Promise<ContainerRow> {
+  private async liveContainer(tx: Tx, principalId: string, containerId: string): Promise<ContainerRow> {
     const container = await this.sessions.findContainerForOwner(principalId, containerId, tx);
     if (!container) throw ApiError.notFound('container');
     return container;

@@ -1,7 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ApiError, PurgeProducer } from '@app/common';
 import { isId, newId } from '@app/contracts';
-import { ContainerFileRepository, FileRepository, PrismaService, SessionRepository, StoredObjectRepository, type ContainerRow } from '@app/db';
+import { PrismaService, SessionRepository, StoredObjectRepository, type ContainerRow } from '@app/db';
+import { FileCopier } from './file-copier.service';
 import type { ListQuery } from '../http/list-query';
 
 const MAX_NAME_LENGTH = 256;
@@ -12,9 +13,8 @@ export class ContainersService {
   constructor(
     @Inject(PrismaService) private readonly prisma: PrismaService,
     @Inject(SessionRepository) private readonly sessions: SessionRepository,
-    @Inject(FileRepository) private readonly files: FileRepository,
-    @Inject(ContainerFileRepository) private readonly containerFiles: ContainerFileRepository,
     @Inject(StoredObjectRepository) private readonly objects: StoredObjectRepository,
+    @Inject(FileCopier) private readonly copier: FileCopier,
     @Inject(PurgeProducer) private readonly purges: PurgeProducer,
   ) {}
 
@@ -38,23 +38,7 @@ export class ContainersService {
     if (!Array.isArray(fileIds) || fileIds.length > 100) throw ApiError.invalid('file_ids must be an array of at most 100 file ids.', 'file_ids');
     return this.prisma.$transaction(async (tx) => {
       const { container } = await this.sessions.create(tx, principalId, { sessionId: newId('session'), containerId: newId('container') }, {}, typeof name === 'string' ? name : null);
-      for (const [index, fileId] of fileIds.entries()) {
-        const file = isId('file', fileId) ? await this.files.findForOwner(principalId, fileId, tx) : null;
-        if (!file || !(await this.objects.retain(tx, file.objectId))) throw ApiError.notFound('file', `file_ids[${index}]`);
-        await this.containerFiles.create(tx, principalId, {
-          id: newId('file'),
-          sessionId: container.sessionId,
-          containerId: container.id,
-          objectId: file.objectId,
-          filename: file.filename,
-          bytes: file.bytes,
-          contentType: file.contentType,
-          sha256: file.sha256,
-          source: 'user',
-          responseId: null,
-          createdAt: new Date(),
-        });
-      }
+      for (const [index, fileId] of fileIds.entries()) await this.copier.copyInto(tx, principalId, container, fileId, `file_ids[${index}]`);
       return container;
     });
   }
