@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# `npm run bench [-- SIZES]`: the transfer benchmark (gateway vs direct S3). Not part of `npm test`.
+#   bash bench/run.sh                 # 100MiB and 1GiB (default), writes docs/benchmarks.md
+#   BENCH_SIZES=16MiB bash bench/run.sh   # quick run; docs/benchmarks.md is left alone
+# Idempotent: makes sure Postgres, Redis and S3 run (infra/local/up.sh when something is down), creates and
+# migrates the database uhp_bench, builds, then runs bench/transfer.bench.mjs, which starts the three
+# services on ports 19080-19082 itself and stops them at the end. BENCH_SKIP_BUILD=1 skips `npm run build`.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+DB="${BENCH_DB:-uhp_bench}"
+export BENCH_DATABASE_URL="postgresql://postgres@127.0.0.1:5432/$DB"
+LOG_DIR="$ROOT/bench/results/logs"
+mkdir -p "$LOG_DIR"
+
+log() { printf 'bench: %s\n' "$*" >&2; }
+die() { printf 'bench: ERROR: %s\n' "$*" >&2; exit 1; }
+
+[[ -d node_modules/.bin ]] || die "node_modules is missing; run 'npm ci' first"
+
+pg_up() { pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; }
+redis_up() { [[ "$(redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null)" == PONG ]]; }
+s3_up() { curl -s -m 3 -o /dev/null "${S3_ENDPOINT:-http://127.0.0.1:7480}"; }
+
+if pg_up && redis_up && s3_up; then
+  log "Postgres, Redis and S3 already up"
+elif [[ -f infra/local/up.sh ]]; then
+  log "starting local services (infra/local/up.sh $DB) ..."
+  bash infra/local/up.sh "$DB" >/dev/null || log "infra/local/up.sh failed; checking what answers anyway"
+else
+  log "infra/local/up.sh not found; waiting for Postgres, Redis and S3 to answer"
+fi
+deadline=$((SECONDS + ${BENCH_WAIT_S:-120}))
+until pg_up && redis_up && s3_up; do
+  ((SECONDS < deadline)) || die "not up after ${BENCH_WAIT_S:-120}s: $(pg_up || echo -n 'Postgres ')$(redis_up || echo -n 'Redis ')$(s3_up || echo -n 'S3')"
+  sleep 1
+done
+
+psql_admin() { psql -h 127.0.0.1 -p 5432 -U postgres -d postgres -v ON_ERROR_STOP=1 -qtAX "$@"; }
+if [[ "$(psql_admin -c "select 1 from pg_database where datname = '$DB'")" != 1 ]]; then
+  psql_admin -c "create database \"$DB\"" >/dev/null 2>&1 || [[ "$(psql_admin -c "select 1 from pg_database where datname = '$DB'")" == 1 ]] ||
+    die "could not create database $DB"
+  log "created database $DB"
+fi
+DATABASE_URL="$BENCH_DATABASE_URL" npx prisma migrate deploy </dev/null >"$LOG_DIR/migrate.log" 2>&1 || {
+  tail -n 30 "$LOG_DIR/migrate.log" >&2
+  die "prisma migrate deploy failed for $DB"
+}
+
+if [[ "${BENCH_SKIP_BUILD:-}" != 1 ]]; then
+  log "npm run build ..."
+  npm run --silent build >"$LOG_DIR/build.log" 2>&1 || {
+    tail -n 40 "$LOG_DIR/build.log" >&2
+    die "npm run build failed (log: $LOG_DIR/build.log)"
+  }
+fi
+
+exec node bench/transfer.bench.mjs "$@"

@@ -1,0 +1,877 @@
+#!/usr/bin/env node
+/**
+ * Transfer benchmark: upload and download of large files through the gateway (gateway → storage → S3)
+ * side by side with a direct @aws-sdk/lib-storage upload and GetObject download of the same bytes to
+ * the same S3 server, in one run. Prints throughput ratios (ours / direct) and the peak RSS of the
+ * gateway and storage processes during the transfers; writes the figures into docs/benchmarks.md.
+ *
+ *   node bench/transfer.bench.mjs [SIZES]      (normally through `npm run bench`, i.e. bench/run.sh)
+ *
+ * SIZES / BENCH_SIZES: comma-separated, e.g. "100MiB,1GiB" (default) or "16MiB" for a quick run.
+ * BENCH_REPS: repetitions per size (default 3 up to 256 MiB, 2 above); each repetition runs both sides
+ *   (upload then download), direct first in odd repetitions and ours first in even ones; medians are reported.
+ * BENCH_WRITE_DOCS: 1 always writes docs/benchmarks.md, 0 never; default: only when a size ≥ 1 GiB ran.
+ * BENCH_DOCS_FILE: write that file instead of docs/benchmarks.md (only its generated section is replaced).
+ * BENCH_PORT_BASE: gateway port (storage +1, worker +2); default 19080.
+ * S3_PART_SIZE_BYTES / S3_UPLOAD_QUEUE_SIZE: passed to the storage service and used by the direct side.
+ * BENCH_SERVICE_ENV: extra "K=V,K=V" for the three services only (e.g. MALLOC_ARENA_MAX=2).
+ * BENCH_NODE_ARGS: extra node options for the three services (e.g. "--cpu-prof --cpu-prof-dir=bench/results/prof").
+ *
+ * This is a measurement, not a test: nothing here asserts wall-clock time. It exits non-zero only when
+ * a transfer fails or the bytes do not match.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { createCipheriv, createHash, randomBytes } from 'node:crypto';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { createRequire } from 'node:module';
+import { cpus, totalmem } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import {
+  AbortMultipartUploadCommand,
+  CreateBucketCommand,
+  DeleteObjectCommand,
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  S3Client,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+
+// The SDK's notice that releases after January 2027 need Node 22 says nothing about this measurement.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const RESULTS_DIR = join(ROOT, 'bench', 'results');
+const LOG_DIR = join(RESULTS_DIR, 'logs');
+const DOCS_FILE = process.env.BENCH_DOCS_FILE ?? join(ROOT, 'docs', 'benchmarks.md');
+const require = createRequire(import.meta.url);
+
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+const MB = 1e6;
+
+// ------------------------------------------------------------------ configuration ---
+const PORT_BASE = Number(process.env.BENCH_PORT_BASE ?? 19080);
+const API_KEY = 'sk_bench_0123456789abcdef';
+const MAX_FILE_BYTES = 2 * GiB;
+const S3 = {
+  endpoint: process.env.S3_ENDPOINT ?? 'http://127.0.0.1:7480',
+  region: process.env.S3_REGION ?? 'us-east-1',
+  accessKeyId: process.env.S3_ACCESS_KEY_ID ?? 'uhp-dev-access',
+  secretAccessKey: process.env.S3_SECRET_ACCESS_KEY ?? 'uhp-dev-secret-key-0123456789',
+  bucket: process.env.BENCH_BUCKET ?? 'uhp-bench',
+};
+const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/uhp_bench';
+
+const SERVICE_ENV = {
+  HOST: '127.0.0.1',
+  PORT: String(PORT_BASE),
+  STORAGE_PORT: String(PORT_BASE + 1),
+  WORKER_PORT: String(PORT_BASE + 2),
+  STORAGE_URL: `http://127.0.0.1:${PORT_BASE + 1}`,
+  STORAGE_TOKEN: 'bench-storage-token-0123456789abcdef',
+  DATABASE_URL,
+  REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/4',
+  S3_ENDPOINT: S3.endpoint,
+  S3_REGION: S3.region,
+  S3_BUCKET: S3.bucket,
+  S3_ACCESS_KEY_ID: S3.accessKeyId,
+  S3_SECRET_ACCESS_KEY: S3.secretAccessKey,
+  S3_FORCE_PATH_STYLE: 'true',
+  UHP_API_KEYS: `bench=${API_KEY}`,
+  UHP_MAX_FILE_BYTES: String(MAX_FILE_BYTES),
+  UHP_PUBLIC_BASE_URL: `http://127.0.0.1:${PORT_BASE}`,
+  LOG_LEVEL: 'warn',
+  ...Object.fromEntries(
+    (process.env.BENCH_SERVICE_ENV ?? '')
+      .split(',')
+      .filter((kv) => kv.includes('='))
+      .map((kv) => [kv.slice(0, kv.indexOf('=')).trim(), kv.slice(kv.indexOf('=') + 1).trim()]),
+  ),
+};
+const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+const SERVICES = /** @type {const} */ (['storage', 'gateway', 'worker']);
+const PORT_OF = { gateway: PORT_BASE, storage: PORT_BASE + 1, worker: PORT_BASE + 2 };
+
+/** The storage service's part size and queue size, read from the config schema (defaults or the env). */
+function storageUploadSettings() {
+  const schemaFile = join(ROOT, 'dist/libs/common/src/config/config.schema.js');
+  const { storageConfigSchema } = require(schemaFile);
+  const config = storageConfigSchema.parse({ ...process.env, ...SERVICE_ENV });
+  // Same rule as S3ObjectClient.upload: parts big enough for max_file_bytes to fit in 10,000 parts.
+  const partSize = Math.max(config.S3_PART_SIZE_BYTES, Math.ceil(Math.min(MAX_FILE_BYTES, config.UHP_MAX_FILE_BYTES) / 10_000));
+  return { partSize, queueSize: config.S3_UPLOAD_QUEUE_SIZE };
+}
+
+function parseSize(text) {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text);
+  const units = { '': 1, b: 1, k: 1024, kib: 1024, kb: 1e3, m: MiB, mib: MiB, mb: 1e6, g: GiB, gib: GiB, gb: 1e9 };
+  const unit = m ? units[m[2].toLowerCase()] : undefined;
+  if (!m || unit === undefined) throw new Error(`bad size "${text}" (use e.g. 16MiB, 100MiB, 1GiB)`);
+  return { label: text.trim(), bytes: Math.round(Number(m[1]) * unit) };
+}
+
+const sizes = (process.argv[2] ?? process.env.BENCH_SIZES ?? '100MiB,1GiB').split(',').filter((s) => s.trim()).map(parseSize);
+for (const s of sizes) {
+  if (s.bytes < 1 || s.bytes > MAX_FILE_BYTES) throw new Error(`size ${s.label} must be between 1 byte and ${MAX_FILE_BYTES} bytes`);
+}
+const repsFor = (bytes) => (process.env.BENCH_REPS ? Math.max(1, Number(process.env.BENCH_REPS)) : bytes <= 256 * MiB ? 3 : 2);
+
+// ------------------------------------------------------------------ data ---
+/**
+ * Deterministic data, cheap to make and to check: a 16 MiB AES-CTR keystream repeated, in 1 MiB blocks
+ * whose first 8 bytes are the block number (so no two blocks of a file are equal). Both sides send the
+ * very same bytes; downloads are compared byte for byte against it (memcmp speed, no hashing).
+ */
+const BLOCK = MiB;
+const BASE_BYTES = 16 * MiB;
+const BASE = (() => {
+  const cipher = createCipheriv('aes-128-ctr', Buffer.alloc(16, 0x75), Buffer.alloc(16, 0));
+  return Buffer.concat([cipher.update(Buffer.alloc(BASE_BYTES)), cipher.final()]);
+})();
+
+function blockHeader(k) {
+  const h = Buffer.alloc(8);
+  h.writeBigUInt64LE(BigInt(k));
+  return h;
+}
+
+function makeBlock(k, size) {
+  const start = k * BLOCK;
+  const len = Math.min(BLOCK, size - start);
+  const from = start % BASE_BYTES;
+  const buf = Buffer.allocUnsafe(len);
+  BASE.copy(buf, 0, from, from + len);
+  blockHeader(k).copy(buf, 0, 0, Math.min(8, len));
+  return buf;
+}
+
+function* blocks(size) {
+  const n = Math.ceil(size / BLOCK);
+  for (let k = 0; k < n; k++) yield makeBlock(k, size);
+}
+
+function expectedSha256(size) {
+  const hash = createHash('sha256');
+  for (const b of blocks(size)) hash.update(b);
+  return hash.digest('hex');
+}
+
+/** Compares a download, chunk by chunk, with the generated bytes. */
+class Verifier {
+  constructor(size) {
+    this.size = size;
+    this.offset = 0;
+    this.mismatchAt = -1;
+  }
+
+  update(chunk) {
+    let c = 0;
+    while (c < chunk.length && this.mismatchAt < 0) {
+      const o = this.offset;
+      const k = Math.floor(o / BLOCK);
+      const p = o - k * BLOCK;
+      const blockLen = Math.min(BLOCK, this.size - k * BLOCK);
+      if (blockLen <= 0) {
+        this.mismatchAt = o; // more bytes than the file has
+        return;
+      }
+      const n = Math.min(blockLen - p, chunk.length - c);
+      let i = 0;
+      if (p < 8) {
+        const header = blockHeader(k);
+        for (; i < Math.min(8 - p, n); i++) if (chunk[c + i] !== header[p + i]) this.mismatchAt = o + i;
+      }
+      const from = (k * BLOCK) % BASE_BYTES;
+      if (i < n && chunk.compare(BASE, from + p + i, from + p + n, c + i, c + n) !== 0) this.mismatchAt = o;
+      c += n;
+      this.offset += n;
+    }
+  }
+
+  get ok() {
+    return this.mismatchAt < 0 && this.offset === this.size;
+  }
+}
+
+// ------------------------------------------------------------------ /proc sampling ---
+const CLK_TCK = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** CPU (utime + stime, in ticks) and minor page faults of a process so far. */
+function procStat(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { ticks: Number(fields[11]) + Number(fields[12]), minflt: Number(fields[7]) };
+  } catch {
+    return { ticks: NaN, minflt: NaN };
+  }
+}
+
+/** VmRSS, and RssAnon (the process's private memory: RSS without the mapped node binary and libraries). */
+function memory(pid) {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kB = (name) => Number(new RegExp(`${name}:\\s+(\\d+)\\s+kB`).exec(status)?.[1] ?? NaN) * 1024;
+    return { rss: kB('VmRSS'), anon: kB('RssAnon') };
+  } catch {
+    return { rss: NaN, anon: NaN };
+  }
+}
+const rssBytes = (pid) => memory(pid).rss;
+
+/** Busy and total jiffies of the whole machine (all cores). */
+function machineTicks() {
+  const [, ...v] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/);
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = v.map(Number);
+  const busy = user + nice + system + irq + softirq + (steal || 0);
+  return { busy, total: busy + idle + (iowait || 0) };
+}
+
+/** The Ceph daemons' pids from the pid files infra/local/s3.sh writes (for CPU accounting only). */
+function cephPids() {
+  const runDir = join(process.env.UHP_DATA_DIR ?? join(ROOT, '.data'), 'ceph', 'run');
+  const out = {};
+  for (const [name, file] of [['radosgw', 'client.rgw.a.pid'], ['ceph-osd', 'osd.0.pid']]) {
+    try {
+      const pid = Number(readFileSync(join(runDir, file), 'utf8').replace(/\D/g, ''));
+      if (pid && existsSync(`/proc/${pid}`)) out[name] = pid;
+    } catch {
+      // not there: not counted
+    }
+  }
+  return out;
+}
+
+/** Samples VmRSS of the services every 50 ms and counts CPU of every process of interest. */
+class Monitor {
+  constructor(rssPids, cpuPids) {
+    this.rssPids = rssPids;
+    this.findCpuPids = cpuPids;
+  }
+
+  start() {
+    this.cpuPids = this.findCpuPids(); // looked up each time: Ceph may have been restarted by someone
+    this.peak = Object.fromEntries(Object.keys(this.rssPids).map((n) => [n, 0]));
+    this.peakAnon = Object.fromEntries(Object.keys(this.rssPids).map((n) => [n, 0]));
+    this.samples = 0;
+    this.stat0 = Object.fromEntries(Object.entries(this.cpuPids).map(([n, pid]) => [n, procStat(pid)]));
+    this.self0 = process.cpuUsage();
+    this.machine0 = machineTicks();
+    this.t0 = performance.now();
+    this.sample();
+    this.timer = setInterval(() => this.sample(), 50);
+  }
+
+  sample() {
+    this.samples++;
+    for (const [name, pid] of Object.entries(this.rssPids)) {
+      const { rss, anon } = memory(pid);
+      if (rss > this.peak[name]) this.peak[name] = rss;
+      if (anon > this.peakAnon[name]) this.peakAnon[name] = anon;
+    }
+  }
+
+  stop() {
+    clearInterval(this.timer);
+    this.sample();
+    const seconds = (performance.now() - this.t0) / 1000;
+    const self = process.cpuUsage(this.self0);
+    const cpu = { client: (self.user + self.system) / 1e6 };
+    const faults = {};
+    for (const [name, pid] of Object.entries(this.cpuPids)) {
+      const now = procStat(pid);
+      cpu[name] = (now.ticks - this.stat0[name].ticks) / CLK_TCK;
+      faults[name] = now.minflt - this.stat0[name].minflt;
+    }
+    const machine = machineTicks();
+    const machineBusy = (machine.busy - this.machine0.busy) / CLK_TCK;
+    const machineTotal = (machine.total - this.machine0.total) / CLK_TCK;
+    const ours = Object.values(cpu).reduce((a, b) => a + (Number.isFinite(b) ? b : 0), 0);
+    cpu.other = Math.max(0, machineBusy - ours); // Postgres, Redis, ceph-mon, other users of the machine
+    return { seconds, peakRss: this.peak, peakAnon: this.peakAnon, faults, samples: this.samples, cpu, machineBusyFraction: machineTotal > 0 ? machineBusy / machineTotal : NaN };
+  }
+}
+
+// ------------------------------------------------------------------ services ---
+const children = new Map();
+
+async function startServices() {
+  mkdirSync(LOG_DIR, { recursive: true });
+  for (const name of SERVICES) {
+    const logFile = join(LOG_DIR, `${name}.log`);
+    const log = createWriteStream(logFile, { flags: 'w' });
+    const child = spawn(process.execPath, ['--enable-source-maps', ...NODE_ARGS, join(ROOT, 'dist/apps', name, 'src/main.js')], {
+      cwd: ROOT,
+      env: { ...process.env, ...SERVICE_ENV },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout.pipe(log);
+    child.stderr.pipe(log);
+    children.set(name, child);
+    await waitReady(name, child, logFile);
+  }
+}
+
+async function waitReady(name, child, logFile) {
+  const deadline = Date.now() + 60_000;
+  let last = '';
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode} during start; see ${logFile}`);
+    try {
+      const res = await fetch(`http://127.0.0.1:${PORT_OF[name]}/readyz`);
+      if (res.ok) return;
+      last = `${res.status} ${(await res.text()).slice(0, 300)}`;
+    } catch (error) {
+      last = String(error?.cause?.code ?? error);
+    }
+    await sleep(250);
+  }
+  throw new Error(`${name} not ready on port ${PORT_OF[name]} within 60 s (${last}); see ${logFile}`);
+}
+
+/** After a failed transfer (S3 restarted under us, say): waits until S3 and every service answer again. */
+async function waitForStack() {
+  const deadline = Date.now() + 180_000;
+  for (;;) {
+    try {
+      await s3.send(new HeadBucketCommand({ Bucket: S3.bucket }));
+      for (const name of SERVICES) {
+        if (children.get(name)?.exitCode !== null) throw new Error(`${name} exited`);
+        const res = await fetch(`http://127.0.0.1:${PORT_OF[name]}/readyz`);
+        if (!res.ok) throw new Error(`${name} not ready`);
+      }
+      return;
+    } catch (error) {
+      if (Date.now() > deadline || String(error).includes('exited')) throw error;
+      await sleep(1000);
+    }
+  }
+}
+
+async function stopServices() {
+  await Promise.all(
+    [...children.entries()].reverse().map(async ([name, child]) => {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((done) => child.once('exit', done));
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+        await exited;
+        clearTimeout(timer);
+      }
+      children.delete(name);
+    }),
+  );
+}
+
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    for (const child of children.values()) if (child.exitCode === null) child.kill('SIGKILL');
+    process.exit(130);
+  });
+}
+process.once('exit', () => {
+  for (const child of children.values()) if (child.exitCode === null) child.kill('SIGKILL');
+});
+
+// ------------------------------------------------------------------ the two sides ---
+/** The direct baseline uses the S3 client settings of the storage service (S3ObjectClient). */
+const s3 = new S3Client({
+  endpoint: S3.endpoint,
+  region: S3.region,
+  forcePathStyle: true,
+  credentials: { accessKeyId: S3.accessKeyId, secretAccessKey: S3.secretAccessKey },
+  requestChecksumCalculation: 'WHEN_REQUIRED',
+  responseChecksumValidation: 'WHEN_REQUIRED',
+  requestHandler: { httpAgent: new Agent({ keepAlive: true, maxSockets: 128 }) },
+});
+const gatewayAgent = new Agent({ keepAlive: true, maxSockets: 16 });
+
+async function ensureBucket() {
+  try {
+    await s3.send(new CreateBucketCommand({ Bucket: S3.bucket }));
+  } catch (error) {
+    if (error?.name !== 'BucketAlreadyOwnedByYou' && error?.name !== 'BucketAlreadyExists') throw error;
+  }
+}
+
+/** The bucket belongs to the benchmark alone: whatever an earlier run left is removed. */
+async function emptyBucket() {
+  let token;
+  do {
+    const page = await s3.send(new ListObjectsV2Command({ Bucket: S3.bucket, ContinuationToken: token }));
+    const keys = (page.Contents ?? []).map((o) => ({ Key: o.Key }));
+    if (keys.length) await s3.send(new DeleteObjectsCommand({ Bucket: S3.bucket, Delete: { Objects: keys, Quiet: true } }));
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token);
+  const uploads = await s3.send(new ListMultipartUploadsCommand({ Bucket: S3.bucket }));
+  for (const u of uploads.Uploads ?? []) await s3.send(new AbortMultipartUploadCommand({ Bucket: S3.bucket, Key: u.Key, UploadId: u.UploadId }));
+}
+
+async function directUpload(key, size, settings) {
+  const upload = new Upload({
+    client: s3,
+    params: { Bucket: S3.bucket, Key: key, Body: Readable.from(blocks(size)), ContentType: 'application/octet-stream' },
+    partSize: settings.partSize,
+    queueSize: settings.queueSize,
+    leavePartsOnError: false,
+  });
+  await upload.done();
+  return { key };
+}
+
+async function directDownload(key, size) {
+  const out = await s3.send(new GetObjectCommand({ Bucket: S3.bucket, Key: key }));
+  const verifier = new Verifier(size);
+  let bytes = 0;
+  for await (const chunk of out.Body) {
+    bytes += chunk.length;
+    verifier.update(chunk);
+  }
+  return { bytes, contentOk: verifier.ok };
+}
+
+function readBody(res) {
+  return new Promise((done, fail) => {
+    const chunks = [];
+    res.on('data', (c) => chunks.push(c));
+    res.on('end', () => done(Buffer.concat(chunks).toString('utf8')));
+    res.on('error', fail);
+  });
+}
+
+/** POST /v1/files, multipart/form-data, chunked, streamed with node:http. */
+function gatewayUpload(size, filename) {
+  const boundary = `----uhp-bench-${randomBytes(16).toString('hex')}`;
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nuser_data\r\n` +
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+  );
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  function* body() {
+    yield head;
+    yield* blocks(size);
+    yield tail;
+  }
+  return new Promise((done, fail) => {
+    const req = request({
+      host: '127.0.0.1',
+      port: PORT_BASE,
+      path: '/v1/files',
+      method: 'POST',
+      agent: gatewayAgent,
+      headers: { authorization: `Bearer ${API_KEY}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'transfer-encoding': 'chunked' },
+    });
+    req.on('response', (res) => {
+      readBody(res).then((text) => {
+        if (res.statusCode === 200) done(JSON.parse(text));
+        else fail(new Error(`upload answered ${res.statusCode}: ${text.slice(0, 500)}`));
+      }, fail);
+    });
+    req.on('error', fail);
+    const source = Readable.from(body());
+    source.on('error', fail);
+    source.pipe(req);
+  });
+}
+
+/** GET /v1/files/{id}/content, read fully and compared with the generated bytes. */
+function gatewayDownload(id, size) {
+  return new Promise((done, fail) => {
+    const req = request({ host: '127.0.0.1', port: PORT_BASE, path: `/v1/files/${id}/content`, agent: gatewayAgent, headers: { authorization: `Bearer ${API_KEY}` } });
+    req.on('response', (res) => {
+      if (res.statusCode !== 200) return readBody(res).then((t) => fail(new Error(`download answered ${res.statusCode}: ${t.slice(0, 500)}`)), fail);
+      const verifier = new Verifier(size);
+      let bytes = 0;
+      res.on('data', (chunk) => {
+        bytes += chunk.length;
+        verifier.update(chunk);
+      });
+      res.on('end', () => done({ bytes, contentOk: verifier.ok, contentLength: Number(res.headers['content-length']) }));
+      res.on('error', fail);
+    });
+    req.on('error', fail);
+    req.end();
+  });
+}
+
+function gatewayDelete(id) {
+  return new Promise((done) => {
+    const req = request({ host: '127.0.0.1', port: PORT_BASE, path: `/v1/files/${id}`, method: 'DELETE', agent: gatewayAgent, headers: { authorization: `Bearer ${API_KEY}` } });
+    req.on('response', (res) => {
+      res.resume();
+      res.on('end', () => done(res.statusCode));
+    });
+    req.on('error', () => done(0));
+    req.end();
+  });
+}
+
+// ------------------------------------------------------------------ the run ---
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const fmt = (x, digits = 1) => (Number.isFinite(x) ? x.toFixed(digits) : 'n/a');
+const mb = (bytes) => bytes / MB;
+
+async function measure(monitor, fn) {
+  monitor.start();
+  try {
+    const result = await fn();
+    return { result, ...monitor.stop() };
+  } catch (error) {
+    monitor.stop();
+    throw error;
+  }
+}
+
+async function main() {
+  const settings = storageUploadSettings();
+  const runId = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '');
+  console.log(`bench: sizes ${sizes.map((s) => s.label).join(', ')}; part size ${settings.partSize / MiB} MiB, queue size ${settings.queueSize}; S3 ${S3.endpoint} bucket ${S3.bucket}`);
+
+  await ensureBucket();
+  await emptyBucket();
+  await startServices();
+  const pids = Object.fromEntries([...children.entries()].map(([n, c]) => [n, c.pid]));
+  const monitor = new Monitor({ gateway: pids.gateway, storage: pids.storage }, () => ({ gateway: pids.gateway, storage: pids.storage, worker: pids.worker, ...cephPids() }));
+  console.log(`bench: services ready (gateway ${pids.gateway}, storage ${pids.storage}, worker ${pids.worker}) on ports ${PORT_BASE}-${PORT_BASE + 2}; logs in ${LOG_DIR}`);
+
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const partialFile = join(RESULTS_DIR, `transfer-${runId}.partial.json`);
+  const gatewayFiles = [];
+  const directKeys = [];
+  const runs = [];
+  const idleRss = {};
+  let failures = 0;
+  try {
+    // Warm-up (not measured): connections, JIT, the first Prisma queries.
+    {
+      const size = 4 * MiB;
+      const file = await gatewayUpload(size, 'warmup.bin');
+      gatewayFiles.push(file.id);
+      await gatewayDownload(file.id, size);
+      await directUpload(`bench/warmup-${runId}`, size, settings);
+      directKeys.push(`bench/warmup-${runId}`);
+      await directDownload(`bench/warmup-${runId}`, size);
+    }
+
+    for (const { label, bytes: size } of sizes) {
+      const sha256 = expectedSha256(size);
+      const reps = repsFor(size);
+      idleRss[label] = { gateway: rssBytes(pids.gateway), storage: rssBytes(pids.storage) };
+      console.log(`\nbench: ${label} (${size} bytes, sha256 ${sha256.slice(0, 16)}…), ${reps} repetitions; idle RSS gateway ${fmt(mb(idleRss[label].gateway))} MB, storage ${fmt(mb(idleRss[label].storage))} MB`);
+      for (let rep = 0; rep < reps; rep++) {
+        const order = rep % 2 === 0 ? ['direct', 'ours'] : ['ours', 'direct'];
+        for (const side of order) {
+          let up;
+          let down;
+          for (let attempt = 1; ; attempt++) {
+            try {
+              [up, down] = await transferBoth(side, label, size, sha256, rep);
+              break;
+            } catch (error) {
+              if (attempt > 2) throw error;
+              console.warn(`  rep ${rep + 1} ${side}: ${String(error?.message ?? error).slice(0, 300)}; waiting for S3 and the services, then again`);
+              await waitForStack();
+            }
+          }
+          for (const [direction, m] of [['upload', up], ['download', down]]) {
+            const run = { size: label, bytes: size, rep, side, direction, seconds: m.seconds, mbPerSecond: mb(size) / m.seconds, ok: m.ok, peakRss: m.peakRss, peakAnon: m.peakAnon, minorFaults: m.faults, cpu: m.cpu, machineBusyFraction: m.machineBusyFraction, samples: m.samples };
+            runs.push(run);
+            if (!m.ok) failures++;
+            const rss = side === 'ours' ? `  RSS gw ${fmt(mb(m.peakRss.gateway), 0)} st ${fmt(mb(m.peakRss.storage), 0)} MB` : '';
+            const cpu = Object.entries(m.cpu)
+              .filter(([n]) => side === 'ours' || !['gateway', 'storage', 'worker'].includes(n))
+              .map(([n, v]) => `${n.replace('ceph-', '')} ${fmt(v, 1)}`)
+              .join(' ');
+            const faults = side === 'ours' ? `  faults gw ${m.faults.gateway} st ${m.faults.storage}` : '';
+            console.log(`  rep ${rep + 1} ${side.padEnd(6)} ${direction.padEnd(8)} ${fmt(run.mbPerSecond).padStart(7)} MB/s ${fmt(m.seconds, 2).padStart(6)} s${m.ok ? '' : '  BYTES DO NOT MATCH'}${rss}  cpu s: ${cpu}${faults}`);
+          }
+          writeFileSync(partialFile, JSON.stringify({ runId, settings, sizes, runs, idleRss }, null, 2));
+        }
+      }
+    }
+  } finally {
+    for (const id of gatewayFiles) await gatewayDelete(id);
+    for (const key of directKeys) await s3.send(new DeleteObjectCommand({ Bucket: S3.bucket, Key: key })).catch(() => undefined);
+    await stopServices();
+    await emptyBucket().catch((error) => console.warn(`bench: could not empty ${S3.bucket}: ${error}`));
+  }
+
+  /** One upload then one download of the same bytes, on one side; each measured on its own. */
+  async function transferBoth(side, label, size, sha256, rep) {
+    if (side === 'direct') {
+      const key = `bench/direct-${runId}-${label}-${rep}`;
+      directKeys.push(key);
+      const up = await measure(monitor, () => directUpload(key, size, settings));
+      const head = await s3.send(new HeadObjectCommand({ Bucket: S3.bucket, Key: key }));
+      up.ok = Number(head.ContentLength) === size;
+      const down = await measure(monitor, () => directDownload(key, size));
+      down.ok = down.result.bytes === size && down.result.contentOk;
+      return [up, down];
+    }
+    const up = await measure(monitor, () => gatewayUpload(size, `bench-${label}-${rep}.bin`));
+    gatewayFiles.push(up.result.id);
+    up.ok = up.result.bytes === size && up.result.sha256 === sha256;
+    const down = await measure(monitor, () => gatewayDownload(up.result.id, size));
+    down.ok = down.result.bytes === size && down.result.contentOk && down.result.contentLength === size;
+    return [up, down];
+  }
+
+  const summary = summarize(runs, idleRss);
+  const machine = machineFacts();
+  const table = renderTable(summary);
+  console.log(`\n${table}\n`);
+  const reading = renderReading(summary);
+  console.log(reading.join('\n'));
+
+  rmSync(partialFile, { force: true });
+  const resultFile = join(RESULTS_DIR, `transfer-${runId}.json`);
+  writeFileSync(resultFile, JSON.stringify({ runId, machine, settings, sizes, summary, runs, idleRss }, null, 2));
+  console.log(`\nbench: raw figures in ${resultFile}`);
+
+  const writeDocs = process.env.BENCH_WRITE_DOCS === '1' || (process.env.BENCH_WRITE_DOCS !== '0' && sizes.some((s) => s.bytes >= GiB));
+  if (writeDocs && failures === 0) {
+    writeDocsSection(renderDocs({ machine, settings, summary, table, reading }));
+    console.log(`bench: wrote ${DOCS_FILE}`);
+  } else if (failures === 0) {
+    console.log('bench: docs/benchmarks.md left alone (no size ≥ 1 GiB in this run; BENCH_WRITE_DOCS=1 forces it)');
+  }
+  if (failures > 0) {
+    console.error(`bench: ${failures} transfer(s) returned the wrong bytes`);
+    process.exitCode = 1;
+  }
+}
+
+// ------------------------------------------------------------------ reporting ---
+/** CPU seconds of the processes that do the transfer (everything but "other", the rest of the machine). */
+const cpuTotal = (c) => Object.entries(c).reduce((a, [n, v]) => a + (n !== 'other' && Number.isFinite(v) ? v : 0), 0);
+
+function summarize(runs, idleRss) {
+  const out = [];
+  for (const label of [...new Set(runs.map((r) => r.size))]) {
+    for (const direction of ['upload', 'download']) {
+      const pick = (side) => runs.filter((r) => r.size === label && r.direction === direction && r.side === side);
+      const direct = pick('direct');
+      const ours = pick('ours');
+      const directMBs = median(direct.map((r) => r.mbPerSecond));
+      const oursMBs = median(ours.map((r) => r.mbPerSecond));
+      const cpuPerGiB = (rs) => {
+        const bytes = rs.reduce((a, r) => a + r.bytes, 0);
+        const names = [...new Set(rs.flatMap((r) => Object.keys(r.cpu)))];
+        return Object.fromEntries(names.map((n) => [n, (rs.reduce((a, r) => a + (r.cpu[n] || 0), 0) * GiB) / bytes]));
+      };
+      out.push({
+        size: label,
+        bytes: direct[0]?.bytes ?? ours[0]?.bytes,
+        direction,
+        reps: { direct: direct.length, ours: ours.length },
+        directMBs,
+        oursMBs,
+        ratio: oursMBs / directMBs,
+        directAllMBs: direct.map((r) => r.mbPerSecond),
+        oursAllMBs: ours.map((r) => r.mbPerSecond),
+        peakRss: { gateway: Math.max(...ours.map((r) => r.peakRss.gateway)), storage: Math.max(...ours.map((r) => r.peakRss.storage)) },
+        peakAnon: { gateway: Math.max(...ours.map((r) => r.peakAnon.gateway)), storage: Math.max(...ours.map((r) => r.peakAnon.storage)) },
+        idleRss: idleRss[label],
+        cpuPerGiB: { direct: cpuPerGiB(direct), ours: cpuPerGiB(ours) },
+        cpuRatio: cpuTotal(cpuPerGiB(direct)) / cpuTotal(cpuPerGiB(ours)),
+        faultsPerGiB: Object.fromEntries(
+          ['gateway', 'storage'].map((n) => [n, (ours.reduce((a, r) => a + (r.minorFaults?.[n] || 0), 0) * GiB) / ours.reduce((a, r) => a + r.bytes, 0)]),
+        ),
+        machineBusy: { direct: median(direct.map((r) => r.machineBusyFraction)), ours: median(ours.map((r) => r.machineBusyFraction)) },
+      });
+    }
+  }
+  return out;
+}
+
+function renderTable(summary) {
+  const rows = [
+    '| size | direction | direct MB/s (min–max) | ours MB/s (min–max) | ours / direct | CPU direct / ours | peak RSS gateway | peak RSS storage | runs each |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  const range = (xs) => (xs.length > 1 ? ` (${fmt(Math.min(...xs), 0)}–${fmt(Math.max(...xs), 0)})` : '');
+  for (const s of summary) {
+    rows.push(
+      `| ${s.size} | ${s.direction} | ${fmt(s.directMBs)}${range(s.directAllMBs)} | ${fmt(s.oursMBs)}${range(s.oursAllMBs)} | **${fmt(s.ratio, 2)}** | ${fmt(s.cpuRatio, 2)} | ${fmt(mb(s.peakRss.gateway))} MB | ${fmt(mb(s.peakRss.storage))} MB | ${s.reps.ours} |`,
+    );
+  }
+  return rows.join('\n');
+}
+
+function renderCpuTable(summary) {
+  const names = ['client', 'gateway', 'storage', 'radosgw', 'ceph-osd', 'worker', 'other'];
+  const rows = [
+    `| size | direction | side | ${names.join(' | ')} | machine busy | page faults/GiB gateway, storage |`,
+    `|---|---|---|${names.map(() => '---:').join('|')}|---:|---:|`,
+  ];
+  for (const s of summary) {
+    for (const side of ['direct', 'ours']) {
+      const c = s.cpuPerGiB[side];
+      const cells = names.map((n) => (side === 'direct' && (n === 'gateway' || n === 'storage' || n === 'worker') ? '–' : fmt(c[n], 2)));
+      const faults = side === 'ours' ? `${fmt(s.faultsPerGiB.gateway / 1000, 0)}k, ${fmt(s.faultsPerGiB.storage / 1000, 0)}k` : '–';
+      rows.push(`| ${s.size} | ${s.direction} | ${side} | ${cells.join(' | ')} | ${fmt(100 * s.machineBusy[side], 0)} % | ${faults} |`);
+    }
+  }
+  return rows.join('\n');
+}
+
+const RSS_LIMIT = 200 * MB;
+const RATIO_TARGET = 0.8;
+
+function renderReading(summary) {
+  const lines = [];
+  for (const direction of ['upload', 'download']) {
+    const rs = summary.filter((s) => s.direction === direction);
+    const misses = rs.filter((s) => !(s.ratio >= RATIO_TARGET));
+    lines.push(
+      `- ${direction}: ours / direct ${rs.map((s) => `${fmt(s.ratio, 2)} at ${s.size}`).join(', ')} — target ≥ ${RATIO_TARGET} ${misses.length ? `missed (${misses.map((s) => s.size).join(', ')})` : 'met'}.`,
+    );
+  }
+  for (const service of ['gateway', 'storage']) {
+    const bySize = [...new Set(summary.map((s) => s.size))].map((size) => {
+      const rs = summary.filter((s) => s.size === size);
+      return { size, peak: Math.max(...rs.map((s) => s.peakRss[service])), anon: Math.max(...rs.map((s) => s.peakAnon[service])), idle: rs[0].idleRss?.[service] };
+    });
+    const worst = Math.max(...bySize.map((b) => b.peak));
+    lines.push(
+      `- peak RSS ${service}: ${bySize.map((b) => `${fmt(mb(b.peak))} MB at ${b.size} (idle before: ${fmt(mb(b.idle))} MB; peak private/anon: ${fmt(mb(b.anon))} MB)`).join(', ')} — target < 200 MB ${worst < RSS_LIMIT ? 'met' : 'missed'}.`,
+    );
+  }
+  const sizesSorted = [...new Set(summary.map((s) => s.size))];
+  if (sizesSorted.length > 1) {
+    const first = summary.filter((s) => s.size === sizesSorted[0]);
+    const last = summary.filter((s) => s.size === sizesSorted[sizesSorted.length - 1]);
+    const growth = (service) => Math.max(...last.map((s) => s.peakRss[service])) - Math.max(...first.map((s) => s.peakRss[service]));
+    lines.push(
+      `- memory vs file size: from ${sizesSorted[0]} to ${sizesSorted[sizesSorted.length - 1]} (${fmt(last[0].bytes / first[0].bytes, 0)}× the bytes) the peak RSS moved by ${fmt(mb(growth('gateway')))} MB (gateway) and ${fmt(mb(growth('storage')))} MB (storage).`,
+    );
+  }
+  for (const s of summary) {
+    const d = s.cpuPerGiB.direct;
+    const o = s.cpuPerGiB.ours;
+    const sum = cpuTotal;
+    lines.push(
+      `- CPU per GiB, ${s.size} ${s.direction}: direct ${fmt(sum(d), 1)} s (client ${fmt(d.client, 1)}, radosgw ${fmt(d.radosgw, 1)}, osd ${fmt(d['ceph-osd'], 1)}); ours ${fmt(sum(o), 1)} s (client ${fmt(o.client, 1)}, gateway ${fmt(o.gateway, 1)}, storage ${fmt(o.storage, 1)}, radosgw ${fmt(o.radosgw, 1)}, osd ${fmt(o['ceph-osd'], 1)}); rest of the machine ${fmt(d.other, 1)} s vs ${fmt(o.other, 1)} s; machine busy ${fmt(100 * s.machineBusy.direct, 0)} % vs ${fmt(100 * s.machineBusy.ours, 0)} %.`,
+    );
+  }
+  return lines;
+}
+
+function machineFacts() {
+  const git = (...args) => {
+    try {
+      return execFileSync('git', args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+    } catch {
+      return 'unknown';
+    }
+  };
+  let os = 'Linux';
+  try {
+    os = /PRETTY_NAME="([^"]+)"/.exec(readFileSync('/etc/os-release', 'utf8'))?.[1] ?? os;
+  } catch {
+    // keep the default
+  }
+  return {
+    date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+    nproc: cpus().length,
+    cpuModel: cpus()[0]?.model?.trim() ?? 'unknown',
+    memoryGiB: totalmem() / GiB,
+    node: process.version,
+    os,
+    commit: `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain') ? ' (uncommitted changes in the tree)' : ''}`,
+    s3: `Ceph radosgw at ${S3.endpoint} (infra/local/s3.sh)`,
+    knobs: ['BENCH_NODE_ARGS', 'BENCH_SERVICE_ENV', 'S3_PART_SIZE_BYTES', 'S3_UPLOAD_QUEUE_SIZE', 'BENCH_REPS']
+      .filter((k) => process.env[k])
+      .map((k) => `${k}=${process.env[k]}`),
+    sdk: `@aws-sdk/client-s3 ${require('@aws-sdk/client-s3/package.json').version}, @aws-sdk/lib-storage ${require('@aws-sdk/lib-storage/package.json').version}`,
+  };
+}
+
+function renderDocs({ machine, settings, summary, table, reading }) {
+  return `## Transfer: gateway vs direct S3
+
+Generated by \`npm run bench\` (\`bash bench/run.sh\`, the script is \`bench/transfer.bench.mjs\`) on
+${machine.date}. Re-running the benchmark rewrites this section.
+
+**Machine:** ${machine.nproc} cores (${machine.cpuModel}), ${fmt(machine.memoryGiB, 1)} GiB RAM, ${machine.os}, Node ${machine.node};
+S3: ${machine.s3}; ${machine.sdk}; commit ${machine.commit}.${
+    machine.knobs.length ? `\n\n**Non-default settings in this run:** ${machine.knobs.map((k) => `\`${k}\``).join(', ')}.` : ''
+  }
+
+**What is measured.** One run starts the three services from \`dist/\` (gateway :${PORT_BASE}, storage :${PORT_BASE + 1},
+worker :${PORT_BASE + 2}, LOG_LEVEL=warn) and, for each size, alternates two ways of moving the same bytes
+(a deterministic 16 MiB AES-CTR pattern in 1 MiB blocks, each stamped with its block number):
+
+- **ours**: \`POST /v1/files\` (multipart/form-data, chunked, streamed with \`node:http\`) → gateway → storage
+  service → S3 multipart upload; then \`GET /v1/files/{id}/content\` read to the end.
+- **direct**: \`@aws-sdk/lib-storage\` \`Upload\` straight to the same bucket with the storage service's own client
+  settings (part size ${settings.partSize / MiB} MiB, queue size ${settings.queueSize}, no per-part checksums, keep-alive agent); then
+  \`GetObjectCommand\` with the \`Body\` stream read to the end.
+
+Every download is compared byte for byte with the generated data; every gateway upload's \`sha256\` is
+checked. Throughput is the median over the runs, MB = 10⁶ bytes, time from the request to the
+last byte (upload: to the answer). "CPU direct / ours" is the CPU time all processes doing the transfer
+(client, gateway, storage, radosgw, OSD, worker) spent per GiB on the direct side divided by the same on
+ours: on a machine whose cores are saturated, as here, it is what the throughput ratio tends to, and it is
+much less sensitive to other load on the machine than wall-clock throughput. Peak RSS is the highest
+\`VmRSS\` of each process sampled every 50 ms during the "ours" transfers. Figures depend on the machine's
+load at the time; only the ratios (both sides measured in the same run, interleaved) are meant to be
+compared between runs.
+
+${table}
+
+**Reading** (targets: both ratios ≥ ${RATIO_TARGET}, peak RSS of each service < 200 MB and flat in file size):
+
+${reading.join('\n')}
+
+CPU seconds per GiB moved, per process ("client" is the benchmark process itself; "other" is the rest of
+the machine: Postgres, Redis, ceph-mon and anything else running; "machine busy" is the share of all
+${machine.nproc} cores in use during the transfer; page faults are minor faults, 1k/GiB ≈ 4 MiB of memory
+touched anew per GiB moved, 262k/GiB = every byte on a fresh page):
+
+${renderCpuTable(summary)}
+`;
+}
+
+const START = '<!-- bench:transfer:start (generated by bench/transfer.bench.mjs) -->';
+const END = '<!-- bench:transfer:end -->';
+
+/** Replaces the generated section of docs/benchmarks.md, keeping anything written around it. */
+function writeDocsSection(section) {
+  mkdirSync(dirname(DOCS_FILE), { recursive: true });
+  const block = `${START}\n${section}${END}`;
+  let text = existsSync(DOCS_FILE) ? readFileSync(DOCS_FILE, 'utf8') : '';
+  if (text.includes(START) && text.includes(END)) {
+    text = text.slice(0, text.indexOf(START)) + block + text.slice(text.indexOf(END) + END.length);
+  } else if (text) {
+    text = `${text.trimEnd()}\n\n${block}\n`;
+  } else {
+    text = `# Benchmarks\n\nMeasurements, not tests: \`npm test\` never runs them and nothing asserts wall-clock time. Each benchmark\nreports ratios against a baseline measured in the same run on the same machine.\n\n${block}\n`;
+  }
+  writeFileSync(DOCS_FILE, text);
+}
+
+main().catch(async (error) => {
+  console.error(`bench: ${error?.stack ?? error}`);
+  await stopServices().catch(() => undefined);
+  process.exit(1);
+});
