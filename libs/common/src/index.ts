@@ -14,3 +14,4 @@ export * from './metrics/metrics';
 export * from './http/storage.client';
 export * from './http/bootstrap';
 export * from './queue/purge.producer';
+export * from './queue/platform-io.module';

@@ -53,7 +53,6 @@ export class DownloadService {
     if (req.headers.range && (!ifRange || ifRange === etag)) {
       const parsed = req.range(size, { combine: true });
       if (parsed === -1) {
-        res.setHeader('content-range', `bytes */${size}`);
         throw new ApiError('range_not_satisfiable', `The range is outside the file's ${size} bytes.`, null, { 'content-range': `bytes */${size}` });
       }
       // A malformed or multi-range header is ignored: the whole file is served.

@@ -1,6 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
 import type { Response } from 'express';
-import { ApiError } from '@app/common';
 import { PrincipalId } from '../auth/auth';
 import { listBody, parseListQuery } from '../http/list-query';
 import { presentSession } from '../http/presenters';
@@ -36,9 +35,8 @@ export class SessionsController {
 
   @Get(':id/files')
   async files(@PrincipalId() principalId: string, @Param('id') id: string, @Query() query: Record<string, unknown>, @Res() res: Response) {
-    const hasLimit = query.limit !== undefined;
-    const paging = hasLimit ? parseListQuery(query, { order: 'asc' }) : { after: typeof query.after === 'string' ? query.after : undefined };
-    if (query.after !== undefined && typeof query.after !== 'string') throw ApiError.invalid('after must be given once.', 'after');
-    await this.sessions.writeListing(res, principalId, id, { limit: hasLimit ? (paging as { limit: number }).limit : undefined, after: paging.after });
+    // Without `limit` the whole listing is streamed; with it, one page (PROFILE §3).
+    const { limit, after } = parseListQuery(query, { order: 'asc' });
+    await this.sessions.writeListing(res, principalId, id, { limit: query.limit === undefined ? undefined : limit, after });
   }
 }

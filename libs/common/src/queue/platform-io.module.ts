@@ -1,0 +1,50 @@
+import { BullModule } from '@nestjs/bullmq';
+import { type DynamicModule, Module, type Type } from '@nestjs/common';
+import { QUEUE } from '@app/contracts';
+import { APP_CONFIG } from '../config/config.module';
+import { HealthModule, READINESS_CHECKS, type ReadinessCheck } from '../health/health';
+import { StorageClient } from '../http/storage.client';
+import { PurgeProducer } from './purge.producer';
+
+interface PlatformConfig {
+  REDIS_URL: string;
+  STORAGE_URL: string;
+  STORAGE_TOKEN: string;
+}
+
+/**
+ * What the gateway and the worker both reach: the storage service, the queues (Redis) and Postgres,
+ * with /healthz and /readyz over all three. `failFastOnRedisDown`: a request path must not wait for
+ * Redis (the gateway); a worker may queue commands until it is back.
+ */
+@Module({})
+export class PlatformIoModule {
+  static forRoot(options: { failFastOnRedisDown: boolean }): DynamicModule {
+    const storageClient = {
+      provide: StorageClient,
+      useFactory: (config: PlatformConfig) => new StorageClient({ baseUrl: config.STORAGE_URL, token: config.STORAGE_TOKEN }),
+      inject: [APP_CONFIG],
+    };
+    const queues = [
+      BullModule.forRootAsync({
+        useFactory: (config: PlatformConfig) => ({ connection: { url: config.REDIS_URL, maxRetriesPerRequest: null, ...(options.failFastOnRedisDown ? { enableOfflineQueue: false } : {}) } }),
+        inject: [APP_CONFIG],
+      }),
+      BullModule.registerQueue({ name: QUEUE.purge }),
+    ];
+    return { module: PlatformIoModule, global: true, imports: queues, providers: [storageClient, PurgeProducer], exports: [storageClient, PurgeProducer, ...queues] };
+  }
+}
+
+/** Readiness of a service that talks to Postgres (`database`, e.g. PrismaService), Redis and the storage service. */
+export function platformHealth(database: Type<{ ping(): Promise<void> }>): DynamicModule {
+  return HealthModule.forRoot({
+    provide: READINESS_CHECKS,
+    useFactory: (db: { ping(): Promise<void> }, storage: StorageClient, purges: PurgeProducer): ReadinessCheck[] => [
+      { name: 'postgres', check: () => db.ping() },
+      { name: 'redis', check: () => purges.ping() },
+      { name: 'storage', check: () => storage.ping() },
+    ],
+    inject: [database, StorageClient, PurgeProducer],
+  });
+}
