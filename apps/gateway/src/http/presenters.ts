@@ -1,4 +1,4 @@
-import type { ContainerFileRow, ContainerRow, FileRow, SessionRow } from '@app/db';
+import type { ContainerFileListing, ContainerRow, FileRow, SessionRow } from '@app/db';
 
 const seconds = (date: Date) => Math.floor(date.getTime() / 1000);
 const PURPOSE_OUT: Record<string, string> = { fine_tune: 'fine-tune' };
@@ -44,7 +44,7 @@ export function presentContainer(container: ContainerRow) {
 }
 
 /** A container file: an artifact of the session (PROFILE §3). */
-export function presentContainerFile(file: ContainerFileRow) {
+export function presentContainerFile(file: ContainerFileListing) {
   return {
     id: file.id,
     object: 'container.file' as const,

@@ -34,11 +34,21 @@ const SELECT = {
   object: { select: { storageKey: true } },
 } as const;
 
-type Selected = { object: { storageKey: string } } & Omit<ContainerFileRow, 'storageKey'>;
+/** A listed artifact: everything but the storage key, which only downloads need. */
+export type ContainerFileListing = Omit<ContainerFileRow, 'storageKey'>;
+const { object: _object, ...LIST_SELECT } = SELECT;
+
+type Selected = { object: { storageKey: string } } & ContainerFileListing;
 const toRow = ({ object, ...file }: Selected): ContainerFileRow => ({ ...file, storageKey: object.storageKey });
 
 /** A container file that can be reached: it, its container and its session are all live. */
 const LIVE = { deletedAt: null, container: { deletedAt: null }, session: { deletedAt: null } } as const;
+/**
+ * In listings the file's own deleted_at is enough: deleting a container or a session marks its files
+ * deleted in the same transaction, and the caller has checked the container or session. This keeps the
+ * keyset query on the (…, seq) index without joins, which matters at 100,000 artifacts.
+ */
+const LISTED = { deletedAt: null } as const;
 
 export interface NewContainerFile {
   id: string;
@@ -72,23 +82,23 @@ export class ContainerFileRepository {
     return (await this.prisma.containerFile.findFirst({ where: { id, principalId, ...scope }, select: { seq: true } }))?.seq ?? null;
   }
 
-  async listForContainer(principalId: string, containerId: string, query: PageQuery): Promise<Page<ContainerFileRow>> {
-    const rows = await this.prisma.containerFile.findMany({ where: { principalId, containerId, ...LIVE, ...seqCondition(query) }, orderBy: { seq: query.order }, take: query.limit + 1, select: SELECT });
-    return toPage(rows.map(toRow), query.limit);
+  async listForContainer(principalId: string, containerId: string, query: PageQuery): Promise<Page<ContainerFileListing>> {
+    const rows = await this.prisma.containerFile.findMany({ where: { principalId, containerId, ...LISTED, ...seqCondition(query) }, orderBy: { seq: query.order }, take: query.limit + 1, select: LIST_SELECT });
+    return toPage(rows, query.limit);
   }
 
   /**
    * Every artifact of a session, from every container and response, oldest first, after `afterSeq`.
    * Callers stream it batch by batch (keyset), so memory does not grow with the session.
    */
-  async listSessionArtifacts(principalId: string, sessionId: string, afterSeq: bigint | undefined, limit: number): Promise<Page<ContainerFileRow>> {
+  async listSessionArtifacts(principalId: string, sessionId: string, afterSeq: bigint | undefined, limit: number): Promise<Page<ContainerFileListing>> {
     const rows = await this.prisma.containerFile.findMany({
-      where: { principalId, sessionId, ...LIVE, ...(afterSeq === undefined ? {} : { seq: { gt: afterSeq } }) },
+      where: { principalId, sessionId, ...LISTED, ...(afterSeq === undefined ? {} : { seq: { gt: afterSeq } }) },
       orderBy: { seq: 'asc' },
       take: limit + 1,
-      select: SELECT,
+      select: LIST_SELECT,
     });
-    return toPage(rows.map(toRow), limit);
+    return toPage(rows, limit);
   }
 
   /** Marks one artifact deleted; returns its object id (to release) or null when it was not reachable. */
