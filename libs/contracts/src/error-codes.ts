@@ -25,6 +25,3 @@ export interface ErrorBody {
   error: { type: string; code: ErrorCode; message: string; param: string | null };
 }
 
-export function isErrorCode(value: unknown): value is ErrorCode {
-  return typeof value === 'string' && Object.prototype.hasOwnProperty.call(ERROR_CODES, value);
-}

@@ -1,5 +1,4 @@
 import { Agent, type IncomingMessage, request } from 'node:http';
-import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import { objectsPath, STORAGE_HEADER, type StoredObjectReceipt } from '@app/contracts';
 import { ApiError } from '../errors/api-error';
@@ -128,12 +127,6 @@ export class StorageClient {
       req.on('error', () => reject(new ApiError('service_unavailable', 'Object storage is unavailable; try again.')));
       req.end();
     });
-  }
-
-  /** Copies the whole object into `sink` (used by jobs that read objects). */
-  async copyObjectTo(key: string, sink: NodeJS.WritableStream): Promise<void> {
-    const { body } = await this.getObject(key);
-    await pipeline(body, sink);
   }
 
   /** Deletes the object; a missing object counts as deleted. */
