@@ -48,6 +48,42 @@ describe('the official openai SDK pointed at the gateway', () => {
     await expect(client.containers.retrieve(container.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
   });
 
+  it('responses.create: inline and file_id inputs, typed container_file_citation, the cited file downloaded', async () => {
+    const inline = Buffer.from('name,score\nada,3\n');
+    const byId = randomBytes(20_000);
+    const uploaded = await client.files.create({ file: await toFile(byId, 'sdk-input.bin'), purpose: 'user_data' });
+    const response = await client.responses.create({
+      model: 'report',
+      input: [
+        {
+          role: 'user',
+          content: [
+            { type: 'input_text', text: 'Summarise both files.' },
+            { type: 'input_file', filename: 'scores.csv', file_data: `data:text/csv;base64,${inline.toString('base64')}` },
+            { type: 'input_file', file_id: uploaded.id },
+          ],
+        },
+      ],
+    });
+    expect(response.status).toBe('completed');
+    expect(response.output_text).toContain('report.md');
+    const message = response.output.find((item) => item.type === 'message');
+    if (message?.type !== 'message') throw new Error('no message in output');
+    const part = message.content[0];
+    if (part.type !== 'output_text') throw new Error('no output_text');
+    const citation = part.annotations.find((a) => a.type === 'container_file_citation');
+    if (citation?.type !== 'container_file_citation') throw new Error('no container_file_citation');
+    expect(citation.filename).toBe('report.md');
+    expect(part.text.slice(citation.start_index, citation.end_index)).toBe('report.md');
+    const content = await client.containers.files.content.retrieve(citation.file_id, { container_id: citation.container_id });
+    const report = Buffer.from(await content.arrayBuffer()).toString('utf8');
+    expect(report).toContain(`- scores.csv: ${inline.length} bytes, sha256 ${sha(inline)}`);
+    expect(report).toContain(`- sdk-input.bin: ${byId.length} bytes, sha256 ${sha(byId)}`);
+    const refused = await client.responses.create({ model: 'report', input: 'x', previous_response_id: response.id }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((refused as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('previous_response_id');
+  });
+
   it('raises typed errors: bad key, oversized upload', async () => {
     const stranger = new OpenAI({ apiKey: 'sk_nobody_0123456789', baseURL: `${E2E_BASE_URL}/v1`, maxRetries: 0 });
     await expect(stranger.files.list()).rejects.toBeInstanceOf(OpenAI.AuthenticationError);

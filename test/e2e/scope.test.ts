@@ -40,6 +40,27 @@ describe('scope: another principal, the wrong container, malformed and traversal
     expect(bobSessions.json.data.map((s: { id: string }) => s.id)).not.toContain(session.id);
   });
 
+  it('a response, its session and its inputs are A’s alone: B gets the same 404 body as for a missing or malformed id', async () => {
+    const secret = `alice-response-secret-${Date.now()}`;
+    const file = await upload('input.txt', secret);
+    const session = await newSession('alice');
+    const done = await api('POST', '/v1/responses', { json: { session_id: session.id, input: [{ role: 'user', content: [{ type: 'input_text', text: 'x' }, { type: 'input_file', file_id: file.id }] }] } });
+    expect(done.json.status).toBe('completed');
+    const bodies = new Set<string>();
+    for (const path of [`/v1/responses/${done.json.id}`, '/v1/responses/resp_000000000000000000000000', '/v1/responses/resp_..%2f..%2fetc', '/v1/responses/resp_x']) {
+      const res = await rawGet(path, 'bob');
+      expect(res.status, path).toBe(404);
+      expect(res.body).not.toContain(secret);
+      bodies.add(res.body);
+    }
+    expect(bodies.size).toBe(1);
+    const asBob = async (body: object) => (await api('POST', '/v1/responses', { who: 'bob', json: body })).json.error;
+    expect(await asBob({ session_id: session.id, input: 'x' })).toMatchObject({ ...notFound, param: 'session_id' });
+    expect(await asBob({ input: [{ role: 'user', content: [{ type: 'input_file', file_id: file.id }] }] })).toMatchObject({ ...notFound, param: 'input[0].content[0].file_id' });
+    const report = await api('GET', new URL(done.json.output[0].content[0].annotations[0].download_url).pathname, { who: 'bob' });
+    expect(report.status).toBe(404);
+  });
+
   it('B cannot copy its file into A’s container, nor A copy B’s file', async () => {
     const session = await newSession('alice');
     const bobFile = await upload('bob.txt', 'bob', { who: 'bob' });

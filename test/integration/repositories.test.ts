@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '@app/contracts';
-import { ContainerFileRepository, FileRepository, PrismaService, PrincipalRepository, SessionRepository, StoredObjectRepository } from '@app/db';
+import { ContainerFileRepository, FileRepository, PrismaService, PrincipalRepository, ResponseRepository, SessionRepository, StoredObjectRepository } from '@app/db';
 import { TEST_DATABASE_URL } from '../support/env';
 
 const prisma = new PrismaService(TEST_DATABASE_URL, 4);
@@ -10,13 +10,14 @@ const objects = new StoredObjectRepository(prisma);
 const files = new FileRepository(prisma);
 const sessions = new SessionRepository(prisma);
 const containerFiles = new ContainerFileRepository(prisma);
+const responses = new ResponseRepository(prisma);
 
 let alice: string;
 let bob: string;
 
 async function readyObject(principalId: string) {
   const object = await objects.createUploading(principalId);
-  await prisma.$transaction((tx) => objects.markReady(tx, object.id, 3, 'ab'.repeat(32)));
+  await prisma.$transaction((tx) => objects.markReady(tx, principalId, object.id, 3, 'ab'.repeat(32)));
   return object;
 }
 
@@ -58,12 +59,12 @@ describe('repositories against the real Postgres', () => {
 
   it('reference counts: retain and release, PURGING at zero, never negative', async () => {
     const object = await readyObject(alice);
-    expect(await prisma.$transaction((tx) => objects.retain(tx, object.id))).toBe(true);
+    expect(await prisma.$transaction((tx) => objects.retain(tx, alice, object.id))).toBe(true);
     expect(await prisma.$transaction((tx) => objects.release(tx, [object.id]))).toEqual([]);
     expect(await prisma.$transaction((tx) => objects.release(tx, [object.id]))).toEqual([object.id]);
     const row = await objects.findForPurge(object.id);
     expect(row).toMatchObject({ status: 'PURGING', refCount: 0 });
-    expect(await prisma.$transaction((tx) => objects.retain(tx, object.id))).toBe(false);
+    expect(await prisma.$transaction((tx) => objects.retain(tx, alice, object.id))).toBe(false);
     expect(await objects.finishPurge(object.id)).toBe(true);
     expect(await objects.findForPurge(object.id)).toBeNull();
   });
@@ -80,7 +81,7 @@ describe('repositories against the real Postgres', () => {
 
   it('release counts an object listed twice twice', async () => {
     const object = await readyObject(alice);
-    await prisma.$transaction((tx) => objects.retain(tx, object.id));
+    await prisma.$transaction((tx) => objects.retain(tx, alice, object.id));
     expect(await prisma.$transaction((tx) => objects.release(tx, [object.id, object.id]))).toEqual([object.id]);
   });
 
@@ -103,5 +104,54 @@ describe('repositories against the real Postgres', () => {
     expect(objectIds).toEqual([object.id]);
     expect(await sessions.findContainerForOwner(alice, ids.containerId)).toBeNull();
     expect((await containerFiles.listSessionArtifacts(alice, ids.sessionId, undefined, 10)).items).toEqual([]);
+  });
+
+  it('another principal cannot take a reference on an object', async () => {
+    const object = await readyObject(alice);
+    expect(await prisma.$transaction((tx) => objects.retain(tx, bob, object.id))).toBe(false);
+    expect((await objects.findForPurge(object.id))?.refCount).toBe(1);
+  });
+
+  describe('responses and task tokens', () => {
+    async function startResponse(deadlineInMs = 60_000) {
+      const ids = { sessionId: newId('session'), containerId: newId('container') };
+      await prisma.$transaction((tx) => sessions.create(tx, alice, ids, {}, null));
+      const tokenHash = randomUUID();
+      const response = await prisma.$transaction((tx) =>
+        responses.create(tx, alice, { id: newId('response'), ...ids, agent: 'http', inputFileIds: ['file_in'], metadata: {}, taskTokenHash: tokenHash, deadlineAt: new Date(Date.now() + deadlineInMs), createdAt: new Date() }),
+      );
+      return { ids, tokenHash, response };
+    }
+
+    it('a task token reaches its container and inputs while the response runs, and dies when it ends', async () => {
+      const { ids, tokenHash, response } = await startResponse();
+      expect(await responses.findTaskScope(tokenHash)).toEqual({ principalId: alice, responseId: response.id, sessionId: ids.sessionId, containerId: ids.containerId, inputFileIds: ['file_in'] });
+      expect(await responses.findForOwner(bob, response.id)).toBeNull();
+      expect(await responses.finish(bob, response.id, { status: 'failed', error: { code: 'x', message: 'y' } })).toBeNull();
+      const done = await responses.finish(alice, response.id, { status: 'completed', output: { message_id: 'msg_1', text: 't', citations: [] } });
+      expect(done).toMatchObject({ status: 'completed', output: { text: 't' } });
+      expect(await responses.findTaskScope(tokenHash)).toBeNull();
+      expect(await responses.finish(alice, response.id, { status: 'failed', error: { code: 'x', message: 'y' } })).toBeNull();
+    });
+
+    it('a task token dies at its deadline, with its session or with its container', async () => {
+      const late = await startResponse(-1);
+      expect(await responses.findTaskScope(late.tokenHash)).toBeNull();
+      const deleted = await startResponse();
+      await prisma.$transaction((tx) => sessions.markDeleted(tx, alice, deleted.ids.sessionId));
+      expect(await responses.findTaskScope(deleted.tokenHash)).toBeNull();
+      expect(await responses.findForOwner(alice, deleted.response.id)).toBeNull();
+      const replaced = await startResponse();
+      await prisma.$transaction((tx) => sessions.markContainerDeleted(tx, alice, replaced.ids.containerId, newId('container')));
+      expect(await responses.findTaskScope(replaced.tokenHash)).toBeNull();
+    });
+
+    it('the sweeper fails responses left in progress past their deadline', async () => {
+      const overdue = await startResponse(-120_000);
+      const running = await startResponse();
+      expect(await responses.failOverdue(new Date(Date.now() - 60_000), { code: 'interrupted', message: 'gone' })).toBeGreaterThanOrEqual(1);
+      expect(await responses.findForOwner(alice, overdue.response.id)).toMatchObject({ status: 'failed', error: { code: 'interrupted' } });
+      expect((await responses.findForOwner(alice, running.response.id))?.status).toBe('in_progress');
+    });
   });
 });

@@ -14,6 +14,10 @@ export const S3 = {
 
 export const KEYS = { alice: 'sk_test_alice_0123456789', bob: 'sk_test_bob_0123456789' } as const;
 
+/** The test agent service (test/support/test-agent.ts) of the stack at `portBase` listens here. */
+export const agentPort = (portBase: number) => portBase + 5;
+export const TEST_AGENT_SERVICE_TOKEN = 'test-agent-service-token';
+
 /** Environment for the three services of a test stack whose ports start at `portBase`. */
 export function stackEnv(portBase: number, overrides: Record<string, string> = {}): Record<string, string> {
   return {
@@ -36,6 +40,9 @@ export function stackEnv(portBase: number, overrides: Record<string, string> = {
     UHP_PUBLIC_BASE_URL: `http://127.0.0.1:${portBase}`,
     UHP_DRAIN_TIMEOUT_MS: '10000',
     SWEEP_INTERVAL_MS: '2000',
+    AGENT_HTTP_URL: `http://127.0.0.1:${agentPort(portBase)}/task`,
+    AGENT_HTTP_TOKEN: TEST_AGENT_SERVICE_TOKEN,
+    AGENT_TIMEOUT_MS: '8000',
     LOG_LEVEL: 'info',
     ...overrides,
   };

@@ -1,8 +1,12 @@
 import { type MiddlewareConsumer, Module, type NestModule } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
-import { PlatformIoModule, platformHealth } from '@app/common';
+import { APP_CONFIG, currentRequestId, PlatformIoModule, platformHealth, type GatewayConfig } from '@app/common';
 import { DbModule, PrismaService } from '@app/db';
+import { AgentRegistry } from './agents/agent-registry';
+import { HttpAgent } from './agents/http.agent';
+import { ReportAgent } from './agents/report.agent';
 import { ApiKeyGuard, ApiKeyMiddleware, BootstrapKeys } from './auth/auth';
+import { ArtifactWriter } from './containers/artifact-writer.service';
 import { ContainerFilesService } from './containers/container-files.service';
 import { ContainersController } from './containers/containers.controller';
 import { ContainersService } from './containers/containers.service';
@@ -14,10 +18,21 @@ import { JsonBodyMiddleware } from './http/json-body.middleware';
 import { LimitsController } from './limits/limits.controller';
 import { OpenApiController } from './openapi/openapi.controller';
 import { PreviewsController } from './previews/previews.controller';
+import { ResponseMetrics } from './responses/response-metrics';
+import { ResponsesController } from './responses/responses.controller';
+import { ResponsesService } from './responses/responses.service';
 import { SessionsController } from './sessions/sessions.controller';
 import { SessionsService } from './sessions/sessions.service';
 import { MultipartUploadService } from './uploads/multipart-upload.service';
 import { ObjectKeeper } from './uploads/object-keeper.service';
+import { ObjectWriter } from './uploads/object-writer.service';
+
+function agentRegistry(config: GatewayConfig): AgentRegistry {
+  const publicBaseUrl = config.UHP_PUBLIC_BASE_URL ?? `http://127.0.0.1:${config.PORT}`;
+  const callbackBaseUrl = (config.AGENT_CALLBACK_BASE_URL ?? publicBaseUrl).replace(/\/+$/, '');
+  const http = new HttpAgent({ url: config.AGENT_HTTP_URL, token: config.AGENT_HTTP_TOKEN, callbackBaseUrl, requestId: currentRequestId });
+  return new AgentRegistry([new ReportAgent(), http], config.AGENT_DEFAULT);
+}
 
 @Module({
   imports: [
@@ -25,7 +40,7 @@ import { ObjectKeeper } from './uploads/object-keeper.service';
     PlatformIoModule.forRoot({ failFastOnRedisDown: true }),
     platformHealth(PrismaService),
   ],
-  controllers: [LimitsController, OpenApiController, FilesController, SessionsController, ContainersController, PreviewsController],
+  controllers: [LimitsController, OpenApiController, FilesController, SessionsController, ContainersController, PreviewsController, ResponsesController],
   providers: [
     { provide: APP_GUARD, useClass: ApiKeyGuard },
     BootstrapKeys,
@@ -37,6 +52,11 @@ import { ObjectKeeper } from './uploads/object-keeper.service';
     ContainersService,
     ContainerFilesService,
     FileCopier,
+    ObjectWriter,
+    ArtifactWriter,
+    ResponseMetrics,
+    ResponsesService,
+    { provide: AgentRegistry, useFactory: agentRegistry, inject: [APP_CONFIG] },
   ],
 })
 export class GatewayModule implements NestModule {

@@ -4,6 +4,7 @@ import { PrismaService } from './prisma.service';
 import { ContainerFileRepository } from './repositories/container-file.repository';
 import { FileRepository } from './repositories/file.repository';
 import { PrincipalRepository } from './repositories/principal.repository';
+import { ResponseRepository } from './repositories/response.repository';
 import { SessionRepository } from './repositories/session.repository';
 import { StoredObjectRepository } from './repositories/stored-object.repository';
 
@@ -32,7 +33,8 @@ const repository = <T>(type: new (prisma: PrismaService) => T) => ({ provide: ty
     repository(FileRepository),
     repository(SessionRepository),
     repository(ContainerFileRepository),
+    repository(ResponseRepository),
   ],
-  exports: [PrismaService, StoredObjectRepository, PrincipalRepository, FileRepository, SessionRepository, ContainerFileRepository],
+  exports: [PrismaService, StoredObjectRepository, PrincipalRepository, FileRepository, SessionRepository, ContainerFileRepository, ResponseRepository],
 })
 export class DbModule {}

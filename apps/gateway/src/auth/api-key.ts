@@ -32,3 +32,10 @@ export function parseBootstrapKeys(value: string): { principal: string; key: str
       return { principal, key };
     });
 }
+
+export const TASK_TOKEN_PREFIX = 'uhp_task_';
+
+/** A task token: handed to an agent for one response; stored hashed like keys. */
+export function generateTaskToken(): string {
+  return `${TASK_TOKEN_PREFIX}${randomBytes(24).toString('base64url')}`;
+}

@@ -1,11 +1,18 @@
-import { type CanActivate, createParamDecorator, type ExecutionContext, Inject, Injectable, type NestMiddleware, type OnApplicationBootstrap } from '@nestjs/common';
+import { type CanActivate, createParamDecorator, type ExecutionContext, Inject, Injectable, type NestMiddleware, type OnApplicationBootstrap, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { IncomingMessage } from 'node:http';
 import { ApiError, APP_CONFIG, IS_PUBLIC, LOGGER, type AppLogger, type GatewayConfig } from '@app/common';
-import { PrincipalRepository, type PrincipalRow } from '@app/db';
-import { apiKeyPrefix, hashApiKey, parseBootstrapKeys } from './api-key';
+import { PrincipalRepository, ResponseRepository, type TaskScope } from '@app/db';
+import { apiKeyPrefix, hashApiKey, parseBootstrapKeys, TASK_TOKEN_PREFIX } from './api-key';
 
-type AuthedRequest = IncomingMessage & { principal?: PrincipalRow };
+type AuthedRequest = IncomingMessage & { principal?: { id: string }; task?: TaskScope };
+
+/** Who is calling: a principal by API key, or an agent holding a task token of that principal. */
+export interface Caller {
+  principalId: string;
+  /** Set for a task token: the calls it may make are limited to this scope. */
+  task: TaskScope | null;
+}
 
 const BEARER = /^Bearer ([\x21-\x7e]{1,256})$/;
 
@@ -17,11 +24,22 @@ const PUBLIC_API_PATHS = new Set(['/v1/limits']);
  */
 @Injectable()
 export class ApiKeyMiddleware implements NestMiddleware {
-  constructor(@Inject(PrincipalRepository) private readonly principals: PrincipalRepository) {}
+  constructor(
+    @Inject(PrincipalRepository) private readonly principals: PrincipalRepository,
+    @Inject(ResponseRepository) private readonly responses: ResponseRepository,
+  ) {}
 
   async use(req: AuthedRequest, _res: unknown, next: () => void): Promise<void> {
     const match = BEARER.exec(req.headers.authorization ?? '');
-    if (match) req.principal = (await this.principals.findByKeyHash(hashApiKey(match[1]))) ?? undefined;
+    if (match?.[1].startsWith(TASK_TOKEN_PREFIX)) {
+      const task = await this.responses.findTaskScope(hashApiKey(match[1]));
+      if (task) {
+        req.task = task;
+        req.principal = { id: task.principalId };
+      }
+    } else if (match) {
+      req.principal = (await this.principals.findByKeyHash(hashApiKey(match[1]))) ?? undefined;
+    }
     // originalUrl: a mounted middleware sees req.url relative to its mount point.
     const path = ((req as AuthedRequest & { originalUrl?: string }).originalUrl ?? req.url ?? '').split('?')[0];
     if (!req.principal && path.startsWith('/v1/') && !PUBLIC_API_PATHS.has(path)) throw invalidKey();
@@ -31,17 +49,36 @@ export class ApiKeyMiddleware implements NestMiddleware {
 
 const invalidKey = () => new ApiError('invalid_api_key', 'Missing or unknown API key. Send Authorization: Bearer <key>.');
 
-/** Routes not marked @Public() need the principal the middleware resolved. */
+const TASK_SCOPED = 'uhp:taskScoped';
+/**
+ * Marks a handler a task token may call. Such handlers take the @CallerOf() and must keep the call
+ * inside `caller.task` (its container, its input files).
+ */
+export const TaskScoped = () => SetMetadata(TASK_SCOPED, true);
+
+/** Routes not marked @Public() need the principal the middleware resolved; task tokens only reach @TaskScoped() ones. */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
   constructor(@Inject(Reflector) private readonly reflector: Reflector) {}
 
   canActivate(context: ExecutionContext): boolean {
-    if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, [context.getHandler(), context.getClass()])) return true;
-    if (!context.switchToHttp().getRequest<AuthedRequest>().principal) throw invalidKey();
+    const targets = [context.getHandler(), context.getClass()];
+    if (this.reflector.getAllAndOverride<boolean>(IS_PUBLIC, targets)) return true;
+    const req = context.switchToHttp().getRequest<AuthedRequest>();
+    if (!req.principal) throw invalidKey();
+    if (req.task && !this.reflector.getAllAndOverride<boolean>(TASK_SCOPED, targets)) {
+      throw new ApiError('invalid_api_key', "A task token only reads its response's input files and reads and writes its container's files.");
+    }
     return true;
   }
 }
+
+/** The caller of a @TaskScoped() handler: the principal, and the task scope when it holds a task token. */
+export const CallerOf = createParamDecorator((_data: unknown, context: ExecutionContext): Caller => {
+  const req = context.switchToHttp().getRequest<AuthedRequest>();
+  if (!req.principal) throw new ApiError('invalid_api_key', 'Missing or unknown API key.');
+  return { principalId: req.principal.id, task: req.task ?? null };
+});
 
 /** The authenticated principal's id; handlers pass it to every repository call. */
 export const PrincipalId = createParamDecorator((_data: unknown, context: ExecutionContext): string => {

@@ -3,11 +3,12 @@ import type { Request, Response } from 'express';
 import { ApiError, PurgeProducer } from '@app/common';
 import { isId, newId } from '@app/contracts';
 import { ContainerFileRepository, PrismaService, SessionRepository, StoredObjectRepository, type ContainerFileRow, type ContainerRow, type Tx } from '@app/db';
+import type { ArtifactOrigin } from '../auth/task-scope';
+import { ArtifactWriter } from './artifact-writer.service';
 import { FileCopier } from './file-copier.service';
 import { DownloadService } from '../downloads/download.service';
 import type { ListQuery } from '../http/list-query';
 import { MultipartUploadService } from '../uploads/multipart-upload.service';
-import { ObjectKeeper } from '../uploads/object-keeper.service';
 import { ContainersService } from './containers.service';
 
 const ignoreFields = () => undefined;
@@ -22,47 +23,26 @@ export class ContainerFilesService {
     @Inject(ContainerFileRepository) private readonly containerFiles: ContainerFileRepository,
     @Inject(StoredObjectRepository) private readonly objects: StoredObjectRepository,
     @Inject(MultipartUploadService) private readonly uploads: MultipartUploadService,
-    @Inject(ObjectKeeper) private readonly keeper: ObjectKeeper,
+    @Inject(ArtifactWriter) private readonly artifacts: ArtifactWriter,
     @Inject(DownloadService) private readonly downloads: DownloadService,
     @Inject(FileCopier) private readonly copier: FileCopier,
     @Inject(PurgeProducer) private readonly purges: PurgeProducer,
   ) {}
 
   /** A multipart upload into the container, through the same streaming path and limits as /v1/files. */
-  async upload(req: Request, principalId: string, containerId: string): Promise<ContainerFileRow> {
+  async upload(req: Request, principalId: string, containerId: string, origin: ArtifactOrigin): Promise<ContainerFileRow> {
     this.uploads.checkDeclaredLength(req);
     await this.containers.get(principalId, containerId);
     const upload = await this.uploads.receive(req, principalId, ignoreFields);
-    try {
-      return await this.prisma.$transaction(async (tx) => {
-        const container = await this.liveContainer(tx, principalId, containerId);
-        await this.objects.markReady(tx, upload.object.id, upload.receipt.bytes, upload.receipt.sha256);
-        return this.containerFiles.create(tx, principalId, {
-          id: newId('file'),
-          sessionId: container.sessionId,
-          containerId,
-          objectId: upload.object.id,
-          filename: upload.filename,
-          bytes: upload.receipt.bytes,
-          contentType: upload.contentType,
-          sha256: upload.receipt.sha256,
-          source: 'user',
-          responseId: null,
-          createdAt: new Date(),
-        });
-      });
-    } catch (error) {
-      await this.keeper.discard(upload.object);
-      throw error;
-    }
+    return this.artifacts.commit(principalId, containerId, origin, upload);
   }
 
   /** Copies an uploaded file in by id: a new container file sharing the stored object (no second copy). */
-  async copy(principalId: string, containerId: string, body: Record<string, unknown>): Promise<ContainerFileRow> {
+  async copy(principalId: string, containerId: string, body: Record<string, unknown>, origin: ArtifactOrigin): Promise<ContainerFileRow> {
     await this.containers.get(principalId, containerId);
     const fileId = body.file_id;
     if (typeof fileId !== 'string') throw ApiError.invalid('Send a multipart file part, or JSON {"file_id": "file_…"}.', 'file_id');
-    return this.prisma.$transaction(async (tx) => this.copier.copyInto(tx, principalId, await this.liveContainer(tx, principalId, containerId), fileId, 'file_id'));
+    return this.prisma.$transaction(async (tx) => this.copier.copyInto(tx, principalId, await this.liveContainer(tx, principalId, containerId), fileId, 'file_id', origin));
   }
 
   async get(principalId: string, containerId: string, id: string): Promise<ContainerFileRow> {

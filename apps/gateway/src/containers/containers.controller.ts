@@ -1,6 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { PrincipalId } from '../auth/auth';
+import { type Caller, CallerOf, PrincipalId, TaskScoped } from '../auth/auth';
+import { checkContainerScope, checkInputFileScope, originOf } from '../auth/task-scope';
 import { listBody, parseListQuery } from '../http/list-query';
 import { presentContainer, presentContainerFile } from '../http/presenters';
 import { bodyObject } from '../sessions/metadata';
@@ -41,25 +42,35 @@ export class ContainersController {
 
   @Post(':cid/files')
   @HttpCode(200)
-  async addFile(@PrincipalId() principalId: string, @Param('cid') cid: string, @Req() req: Request, @Body() body: unknown) {
-    const file = isMultipart(req) ? await this.containerFiles.upload(req, principalId, cid) : await this.containerFiles.copy(principalId, cid, bodyObject(body));
-    return presentContainerFile(file);
+  @TaskScoped()
+  async addFile(@CallerOf() caller: Caller, @Param('cid') cid: string, @Req() req: Request, @Body() body: unknown) {
+    checkContainerScope(caller, cid);
+    if (isMultipart(req)) return presentContainerFile(await this.containerFiles.upload(req, caller.principalId, cid, originOf(caller)));
+    const fields = bodyObject(body);
+    checkInputFileScope(caller, fields.file_id, 'file_id');
+    return presentContainerFile(await this.containerFiles.copy(caller.principalId, cid, fields, originOf(caller)));
   }
 
   @Get(':cid/files')
-  async listFiles(@PrincipalId() principalId: string, @Param('cid') cid: string, @Query() query: Record<string, unknown>) {
-    const page = await this.containerFiles.list(principalId, cid, parseListQuery(query));
+  @TaskScoped()
+  async listFiles(@CallerOf() caller: Caller, @Param('cid') cid: string, @Query() query: Record<string, unknown>) {
+    checkContainerScope(caller, cid);
+    const page = await this.containerFiles.list(caller.principalId, cid, parseListQuery(query));
     return listBody(page.items.map(presentContainerFile), page.hasMore);
   }
 
   @Get(':cid/files/:fid')
-  async getFile(@PrincipalId() principalId: string, @Param('cid') cid: string, @Param('fid') fid: string) {
-    return presentContainerFile(await this.containerFiles.get(principalId, cid, fid));
+  @TaskScoped()
+  async getFile(@CallerOf() caller: Caller, @Param('cid') cid: string, @Param('fid') fid: string) {
+    checkContainerScope(caller, cid);
+    return presentContainerFile(await this.containerFiles.get(caller.principalId, cid, fid));
   }
 
   @Get(':cid/files/:fid/content')
-  async content(@PrincipalId() principalId: string, @Param('cid') cid: string, @Param('fid') fid: string, @Req() req: Request, @Res() res: Response) {
-    await this.containerFiles.download(req, res, principalId, cid, fid);
+  @TaskScoped()
+  async content(@CallerOf() caller: Caller, @Param('cid') cid: string, @Param('fid') fid: string, @Req() req: Request, @Res() res: Response) {
+    checkContainerScope(caller, cid);
+    await this.containerFiles.download(req, res, caller.principalId, cid, fid);
   }
 
   @Delete(':cid/files/:fid')

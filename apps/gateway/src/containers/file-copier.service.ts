@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ApiError } from '@app/common';
 import { isId, newId } from '@app/contracts';
+import { USER_ORIGIN, type ArtifactOrigin } from '../auth/task-scope';
 import { ContainerFileRepository, FileRepository, StoredObjectRepository, type ContainerFileRow, type ContainerRow, type Tx } from '@app/db';
 
 /** Copies an uploaded file into a container: a new row and one more reference, never a second copy of the bytes. */
@@ -13,9 +14,9 @@ export class FileCopier {
   ) {}
 
   /** Inside the caller's transaction; `param` names the input in the 404 when the file is not the caller's. */
-  async copyInto(tx: Tx, principalId: string, container: ContainerRow, fileId: unknown, param: string): Promise<ContainerFileRow> {
+  async copyInto(tx: Tx, principalId: string, container: ContainerRow, fileId: unknown, param: string, origin: ArtifactOrigin = USER_ORIGIN): Promise<ContainerFileRow> {
     const file = isId('file', fileId) ? await this.files.findForOwner(principalId, fileId, tx) : null;
-    if (!file || !(await this.objects.retain(tx, file.objectId))) throw ApiError.notFound('file', param);
+    if (!file || !(await this.objects.retain(tx, principalId, file.objectId))) throw ApiError.notFound('file', param);
     return this.containerFiles.create(tx, principalId, {
       id: newId('file'),
       sessionId: container.sessionId,
@@ -25,8 +26,7 @@ export class FileCopier {
       bytes: file.bytes,
       contentType: file.contentType,
       sha256: file.sha256,
-      source: 'user',
-      responseId: null,
+      ...origin,
       createdAt: new Date(),
     });
   }

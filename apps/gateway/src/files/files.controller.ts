@@ -1,6 +1,7 @@
 import { Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { PrincipalId } from '../auth/auth';
+import { type Caller, CallerOf, PrincipalId, TaskScoped } from '../auth/auth';
+import { checkInputFileScope } from '../auth/task-scope';
 import { listBody, parseListQuery } from '../http/list-query';
 import { presentFile } from '../http/presenters';
 import { FilesService } from './files.service';
@@ -22,13 +23,17 @@ export class FilesController {
   }
 
   @Get(':id')
-  async get(@PrincipalId() principalId: string, @Param('id') id: string) {
-    return presentFile(await this.files.get(principalId, id));
+  @TaskScoped()
+  async get(@CallerOf() caller: Caller, @Param('id') id: string) {
+    checkInputFileScope(caller, id);
+    return presentFile(await this.files.get(caller.principalId, id));
   }
 
   @Get(':id/content')
-  async content(@PrincipalId() principalId: string, @Param('id') id: string, @Req() req: Request, @Res() res: Response) {
-    await this.files.download(req, res, principalId, id);
+  @TaskScoped()
+  async content(@CallerOf() caller: Caller, @Param('id') id: string, @Req() req: Request, @Res() res: Response) {
+    checkInputFileScope(caller, id);
+    await this.files.download(req, res, caller.principalId, id);
   }
 
   @Delete(':id')

@@ -28,7 +28,7 @@ export class FilesService {
       const { purpose, expiresInSeconds } = readFileFields(upload.fields);
       const createdAt = new Date();
       return await this.prisma.$transaction(async (tx) => {
-        await this.objects.markReady(tx, upload.object.id, upload.receipt.bytes, upload.receipt.sha256);
+        await this.objects.markReady(tx, principalId, upload.object.id, upload.receipt.bytes, upload.receipt.sha256);
         return this.files.create(tx, principalId, {
           id: newId('file'),
           objectId: upload.object.id,

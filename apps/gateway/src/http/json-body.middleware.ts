@@ -1,7 +1,6 @@
 import { Inject, Injectable, type NestMiddleware } from '@nestjs/common';
-import express from 'express';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ApiError, APP_CONFIG, setDrainLimits, type GatewayConfig } from '@app/common';
+import type { IncomingMessage } from 'node:http';
+import { ApiError, APP_CONFIG, ClientGoneError, setDrainLimits, type GatewayConfig } from '@app/common';
 
 export function maxRequestBytes(config: GatewayConfig): number {
   const inlineAsBase64 = 4 * Math.ceil(config.UHP_MAX_INLINE_FILE_BYTES / 3);
@@ -10,30 +9,86 @@ export function maxRequestBytes(config: GatewayConfig): number {
 
 const isJson = (type: string | undefined) => /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type ?? '');
 const isMultipart = (type: string | undefined) => /^multipart\/form-data\s*(?:;|$)/i.test(type ?? '');
+const charsetOf = (type: string | undefined) => /;\s*charset\s*=\s*"?([\w.:-]+)"?/i.exec(type ?? '')?.[1]?.toLowerCase();
 
 /**
- * Parses JSON bodies up to max_request_bytes (decided from Content-Length before reading when it is
- * known). Multipart bodies are left to the streaming upload path; any other non-empty body is 415.
- * Errors are thrown so the global filter answers them in the contract's shape.
+ * Reads the body up to `limit` bytes. Past it, rejects at once and stops listening without consuming
+ * or destroying the stream: the error filter answers 413 first, then drains the rest within its budget.
+ * (body-parser instead reads the whole body before it answers, which a client writing gigabytes would wait for.)
+ */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const detach = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('close', onClose);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        detach();
+        req.pause();
+        reject(tooLarge(limit));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      detach();
+      resolve(Buffer.concat(chunks, size));
+    };
+    const onError = (error: Error) => {
+      detach();
+      reject(error);
+    };
+    const onClose = () => {
+      if (req.complete) return;
+      detach();
+      reject(new ClientGoneError('client disconnected while sending a JSON body'));
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('close', onClose);
+  });
+}
+
+const tooLarge = (limit: number) => new ApiError('request_too_large', `The JSON body is larger than max_request_bytes (${limit}; see GET /v1/limits). Upload large files with POST /v1/files and send their file_id.`);
+
+/**
+ * Parses JSON bodies up to max_request_bytes, decided from Content-Length before a byte is read when it
+ * is declared, else by counting. Multipart bodies are left to the streaming upload path; any other
+ * non-empty body is 415. Errors are thrown so the global filter answers them in the contract's shape.
  */
 @Injectable()
 export class JsonBodyMiddleware implements NestMiddleware {
-  private readonly parse: ReturnType<typeof express.json>;
   private readonly limit: number;
 
   constructor(@Inject(APP_CONFIG) private readonly config: GatewayConfig) {
     this.limit = maxRequestBytes(config);
-    this.parse = express.json({ limit: this.limit, strict: false, type: () => true });
   }
 
-  use(req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void): Promise<void> | void {
+  async use(req: IncomingMessage & { body?: unknown }, _res: unknown, next: () => void): Promise<void> {
     const type = req.headers['content-type'];
     const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
     if (!hasBody || isMultipart(type) || req.method === 'GET' || req.method === 'HEAD') return next();
-    if (!isJson(type)) throw new ApiError('unsupported_media_type', 'Send a JSON body with Content-Type: application/json.');
     setDrainLimits(req, { maxBytes: 2 * this.limit, timeoutMs: this.config.UHP_DRAIN_TIMEOUT_MS });
-    return new Promise<void>((resolve, reject) => {
-      this.parse(req as express.Request, res as express.Response, (error?: unknown) => (error ? reject(error) : resolve()));
-    }).then(() => next());
+    if (!isJson(type)) throw new ApiError('unsupported_media_type', 'Send a JSON body with Content-Type: application/json.');
+    const charset = charsetOf(type);
+    if (charset && charset !== 'utf-8' && charset !== 'utf8') throw new ApiError('unsupported_media_type', 'JSON bodies must be UTF-8.');
+    const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
+    if (encoding !== 'identity') throw new ApiError('unsupported_media_type', `Content-Encoding ${encoding} is not accepted; send the JSON uncompressed.`);
+    const declared = Number(req.headers['content-length']);
+    if (Number.isFinite(declared) && declared > this.limit) throw tooLarge(this.limit);
+    const raw = await readBody(req, this.limit);
+    try {
+      req.body = raw.length === 0 ? undefined : JSON.parse(raw.toString('utf8').replace(/^\uFEFF/, ''));
+    } catch {
+      throw new ApiError('invalid_json', 'The request body is not valid JSON.');
+    }
+    next();
   }
 }

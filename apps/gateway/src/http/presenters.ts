@@ -1,4 +1,4 @@
-import type { ContainerFileListing, ContainerRow, FileRow, SessionRow } from '@app/db';
+import type { ContainerFileListing, ContainerRow, FileRow, ResponseRow, SessionRow } from '@app/db';
 
 const seconds = (date: Date) => Math.floor(date.getTime() / 1000);
 const PURPOSE_OUT: Record<string, string> = { fine_tune: 'fine-tune' };
@@ -58,5 +58,55 @@ export function presentContainerFile(file: ContainerFileListing) {
     created_at: seconds(file.createdAt),
     source: file.source,
     response_id: file.responseId,
+  };
+}
+
+/** Where a container file's bytes download, built from the configured public base URL only (PROFILE §4). */
+export function downloadUrl(publicBaseUrl: string, containerId: string, fileId: string): string {
+  return `${publicBaseUrl.replace(/\/+$/, '')}/v1/containers/${containerId}/files/${fileId}/content`;
+}
+
+/** The OpenAI-shaped response object (PROFILE §4); `output` is always an array. */
+export function presentResponse(response: ResponseRow, publicBaseUrl: string) {
+  const output = response.output
+    ? [
+        {
+          type: 'message' as const,
+          id: response.output.message_id,
+          status: 'completed' as const,
+          role: 'assistant' as const,
+          content: [
+            {
+              type: 'output_text' as const,
+              text: response.output.text,
+              annotations: response.output.citations.map((citation) => ({
+                type: 'container_file_citation' as const,
+                container_id: response.containerId,
+                file_id: citation.file_id,
+                filename: citation.filename,
+                download_url: downloadUrl(publicBaseUrl, response.containerId, citation.file_id),
+                start_index: citation.start_index,
+                end_index: citation.end_index,
+              })),
+              logprobs: [],
+            },
+          ],
+        },
+      ]
+    : [];
+  return {
+    id: response.id,
+    object: 'response' as const,
+    created_at: seconds(response.createdAt),
+    completed_at: response.completedAt ? seconds(response.completedAt) : null,
+    status: response.status,
+    session_id: response.sessionId,
+    container_id: response.containerId,
+    agent: response.agent,
+    model: response.agent,
+    output,
+    error: response.error,
+    incomplete_details: null,
+    metadata: response.metadata ?? {},
   };
 }

@@ -148,17 +148,41 @@ export const OPENAPI_DOCUMENT = {
     '/v1/responses': {
       post: {
         summary: 'Run a task (response) in a session',
-        description: 'Planned (responses issue): this build answers 404 not_found.',
-        requestBody: { content: { 'application/json': { schema: { type: 'object', required: ['input'], properties: { session_id: { type: 'string' }, input: {}, agent: { type: 'string' } } } } } },
-        responses: { '200': { description: 'The response object' }, ...errors(400, 401, 404, 413) },
+        description:
+          'Runs the agent (agent, else a model that names one, else the default "report") in the session\'s current container (a new session without session_id). ' +
+          'Inputs: a string, or messages whose content holds input_text, input_file (file_data as a base64 data: URL, or file_id) and input_image parts. ' +
+          'Everything is checked before anything is written. stream, background, previous_response_id, conversation, prompt, file_url and tools other than code_interpreter are 400 with their param. ' +
+          'An agent that fails gives 200 with status "failed", output [] and error. See docs/agents.md.',
+        requestBody: {
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                required: ['input'],
+                properties: {
+                  session_id: { type: 'string' },
+                  input: { oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'object' } }] },
+                  agent: { enum: ['report', 'http'] },
+                  model: { type: 'string' },
+                  instructions: { type: 'string' },
+                  metadata: { type: 'object', additionalProperties: { type: 'string' } },
+                },
+              },
+            },
+          },
+        },
+        responses: { '200': json(ref('Response')), ...errors(400, 401, 404, 413, 415) },
       },
+    },
+    '/v1/responses/{response_id}': {
+      get: { summary: 'Get a response', parameters: [idParam('response_id', 'resp')], responses: { '200': json(ref('Response')), ...errors(401, 404) } },
     },
   },
   components: {
     securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
     responses: Object.fromEntries(
       [
-        [400, 'Invalid request (invalid_request, invalid_json, invalid_multipart, missing_file, invalid_filename)'],
+        [400, 'Invalid request (invalid_request, invalid_json, invalid_multipart, missing_file, invalid_filename, invalid_file_data)'],
         [401, 'Missing or unknown API key (invalid_api_key)'],
         [404, 'Not found, deleted, another principal’s, or a malformed id (not_found)'],
         [413, 'Too large (file_too_large, request_too_large)'],
@@ -204,6 +228,56 @@ export const OPENAPI_DOCUMENT = {
       Container: {
         type: 'object',
         properties: { id: { type: 'string' }, object: { const: 'container' }, session_id: { type: 'string' }, name: { type: ['string', 'null'] }, status: { const: 'running' }, created_at: { type: 'integer' } },
+      },
+      Response: {
+        type: 'object',
+        properties: {
+          id: { type: 'string' },
+          object: { const: 'response' },
+          status: { enum: ['completed', 'failed'] },
+          session_id: { type: 'string' },
+          container_id: { type: 'string' },
+          agent: { type: 'string' },
+          created_at: { type: 'integer' },
+          output: {
+            type: 'array',
+            items: {
+              type: 'object',
+              properties: {
+                type: { const: 'message' },
+                id: { type: 'string' },
+                role: { const: 'assistant' },
+                content: {
+                  type: 'array',
+                  items: {
+                    type: 'object',
+                    properties: {
+                      type: { const: 'output_text' },
+                      text: { type: 'string' },
+                      annotations: {
+                        type: 'array',
+                        items: {
+                          type: 'object',
+                          properties: {
+                            type: { const: 'container_file_citation' },
+                            container_id: { type: 'string' },
+                            file_id: { type: 'string' },
+                            filename: { type: 'string' },
+                            download_url: { type: 'string', format: 'uri' },
+                            start_index: { type: 'integer' },
+                            end_index: { type: 'integer' },
+                          },
+                        },
+                      },
+                    },
+                  },
+                },
+              },
+            },
+          },
+          error: { type: ['object', 'null'], properties: { code: { type: 'string' }, message: { type: 'string' } } },
+          metadata: { type: 'object' },
+        },
       },
       ContainerFile: {
         type: 'object',

@@ -1,10 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LOGGER, PurgeProducer, StorageClient, type AppLogger } from '@app/common';
-import { FileRepository, PrismaService, StoredObjectRepository } from '@app/db';
+import { FileRepository, PrismaService, ResponseRepository, StoredObjectRepository } from '@app/db';
 
 const EXPIRE_BATCH = 500;
 /** A PURGING object this old with no job in sight gets one (its enqueue was lost). */
 const LOST_PURGE_AFTER_MS = 60_000;
+/** A response still in progress this long past its deadline lost its gateway (crash, restart). */
+const OVERDUE_RESPONSE_GRACE_MS = 60_000;
 
 export type PurgeOutcome = 'purged' | 'still-referenced' | 'gone';
 
@@ -15,6 +17,7 @@ export class PurgeService {
     @Inject(PrismaService) private readonly prisma: PrismaService,
     @Inject(StoredObjectRepository) private readonly objects: StoredObjectRepository,
     @Inject(FileRepository) private readonly files: FileRepository,
+    @Inject(ResponseRepository) private readonly responses: ResponseRepository,
     @Inject(StorageClient) private readonly storage: StorageClient,
     @Inject(PurgeProducer) private readonly purges: PurgeProducer,
     @Inject(LOGGER) private readonly logger: AppLogger,
@@ -31,8 +34,11 @@ export class PurgeService {
     return 'purged';
   }
 
-  /** Expires due files, re-enqueues lost purges, reclaims uploads a crashed gateway left, prunes old tombstones. */
-  async sweep(staleUploadSeconds: number, tombstoneRetentionSeconds: number): Promise<{ expired: number; requeued: number; reclaimed: number; pruned: number }> {
+  /**
+   * Expires due files, re-enqueues lost purges, reclaims uploads a crashed gateway left, fails the
+   * responses it left in progress, prunes old tombstones.
+   */
+  async sweep(staleUploadSeconds: number, tombstoneRetentionSeconds: number): Promise<{ expired: number; requeued: number; reclaimed: number; interrupted: number; pruned: number }> {
     let expired = 0;
     for (;;) {
       const released = await this.prisma.$transaction(async (tx) => {
@@ -46,8 +52,12 @@ export class PurgeService {
     const reclaimed = await this.objects.reclaimStaleUploads(new Date(Date.now() - staleUploadSeconds * 1000));
     const lost = await this.objects.listPurgingSince(new Date(Date.now() - LOST_PURGE_AFTER_MS), 1000);
     await this.purges.enqueue([...reclaimed, ...lost]);
+    const interrupted = await this.responses.failOverdue(new Date(Date.now() - OVERDUE_RESPONSE_GRACE_MS), {
+      code: 'interrupted',
+      message: 'The gateway running this response stopped before its agent finished.',
+    });
     const pruned = await this.objects.pruneTombstones(new Date(Date.now() - tombstoneRetentionSeconds * 1000));
-    if (expired || lost.length || reclaimed.length || pruned) this.logger.info({ expired, requeued: lost.length, reclaimed: reclaimed.length, pruned }, 'sweep');
-    return { expired, requeued: lost.length, reclaimed: reclaimed.length, pruned };
+    if (expired || lost.length || reclaimed.length || interrupted || pruned) this.logger.info({ expired, requeued: lost.length, reclaimed: reclaimed.length, interrupted, pruned }, 'sweep');
+    return { expired, requeued: lost.length, reclaimed: reclaimed.length, interrupted, pruned };
   }
 }

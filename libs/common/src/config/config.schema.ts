@@ -56,6 +56,18 @@ export const gatewayConfigSchema = z.object({
   PREVIEW_TIMEOUT_MS: integer(60_000, 1_000),
   /** How long a rejected body is still read and discarded so the client sees the answer (PROFILE §1). */
   UHP_DRAIN_TIMEOUT_MS: integer(30_000, 0),
+  /** Input files (inline or by id) one response may carry. */
+  UHP_MAX_INPUT_FILES: integer(64, 1, 1000),
+  /** The agent of a response that names none (PROFILE §4). */
+  AGENT_DEFAULT: z.enum(['report', 'http']).default('report'),
+  /** The operator's agent service for agent "http"; unset means that agent is not offered. */
+  AGENT_HTTP_URL: z.url({ message: 'must be a URL' }).optional(),
+  /** secret: sent to the agent service as `Authorization: Bearer …` when set. */
+  AGENT_HTTP_TOKEN: z.string().min(1).optional(),
+  /** Base URL the agent service uses to call back (task files, artifact uploads); defaults to UHP_PUBLIC_BASE_URL. */
+  AGENT_CALLBACK_BASE_URL: z.url({ message: 'must be a URL' }).optional(),
+  /** Wall-clock limit of one response's agent run; its task token expires with it. */
+  AGENT_TIMEOUT_MS: integer(120_000, 1_000),
 });
 
 export const storageConfigSchema = z.object({

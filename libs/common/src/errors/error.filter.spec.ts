@@ -11,12 +11,6 @@ describe('toApiError', () => {
     expect(error.status).toBe(413);
   });
 
-  it('maps body-parser failures to the contract codes', () => {
-    expect(toApiError({ type: 'entity.parse.failed' }).code).toBe('invalid_json');
-    expect(toApiError({ type: 'entity.too.large' }).code).toBe('request_too_large');
-    expect(toApiError({ type: 'encoding.unsupported' }).status).toBe(415);
-  });
-
   it('maps framework exceptions and hides unknown errors', () => {
     expect(toApiError(new NotFoundException()).toBody().error).toMatchObject({ type: 'not_found_error', code: 'not_found' });
     expect(toApiError(new PayloadTooLargeException()).code).toBe('request_too_large');

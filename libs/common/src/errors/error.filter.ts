@@ -4,26 +4,9 @@ import type { Logger } from 'pino';
 import { ApiError, ClientGoneError, NO_RETRY_HEADERS } from './api-error';
 import { type DrainLimits, drainRequest } from './drain';
 
-interface BodyParserError {
-  type?: string;
-  status?: number;
-}
-
 /** Turns anything thrown while serving a request into the contract's error body (PROFILE §1). */
 export function toApiError(exception: unknown): ApiError {
   if (exception instanceof ApiError) return exception;
-  const parserType = (exception as BodyParserError | null)?.type;
-  switch (parserType) {
-    case 'entity.parse.failed':
-      return new ApiError('invalid_json', 'The request body is not valid JSON.');
-    case 'entity.too.large':
-      return new ApiError('request_too_large', 'The request body is larger than max_request_bytes (see GET /v1/limits).');
-    case 'charset.unsupported':
-    case 'encoding.unsupported':
-      return new ApiError('unsupported_media_type', 'The request body uses an unsupported charset or content encoding.');
-    case 'request.size.invalid':
-      return new ApiError('invalid_request', 'The request body does not match its Content-Length.');
-  }
   if (exception instanceof HttpException) {
     const status = exception.getStatus();
     if (status === 404) return new ApiError('not_found', 'No such route.');
@@ -38,7 +21,7 @@ export function toApiError(exception: unknown): ApiError {
 function isClientGone(exception: unknown): boolean {
   if (exception instanceof ClientGoneError) return true;
   const code = (exception as { code?: string } | null)?.code;
-  return (exception as BodyParserError | null)?.type === 'request.aborted' || code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE';
+  return code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE';
 }
 
 @Catch()

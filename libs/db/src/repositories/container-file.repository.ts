@@ -78,6 +78,13 @@ export class ContainerFileRepository {
     return file ? toRow(file) : null;
   }
 
+  /** id → filename of those of `ids` that are live files of that live container of the principal. */
+  async filenamesInContainer(principalId: string, containerId: string, ids: string[]): Promise<Map<string, string>> {
+    if (ids.length === 0) return new Map();
+    const rows = await this.prisma.containerFile.findMany({ where: { id: { in: ids }, containerId, principalId, ...LIVE }, select: { id: true, filename: true } });
+    return new Map(rows.map((row) => [row.id, row.filename]));
+  }
+
   async cursorSeq(principalId: string, scope: { containerId: string } | { sessionId: string }, id: string): Promise<bigint | null> {
     return (await this.prisma.containerFile.findFirst({ where: { id, principalId, ...scope }, select: { seq: true } }))?.seq ?? null;
   }

@@ -22,8 +22,8 @@ export class StoredObjectRepository {
   }
 
   /** Marks a finished upload READY with its first reference, inside the transaction that creates it. */
-  async markReady(tx: Tx, id: string, bytes: number, sha256: string): Promise<void> {
-    await tx.storedObject.update({ where: { id, status: 'UPLOADING' }, data: { status: 'READY', bytes: BigInt(bytes), sha256, refCount: 1 } });
+  async markReady(tx: Tx, principalId: string, id: string, bytes: number, sha256: string): Promise<void> {
+    await tx.storedObject.update({ where: { id, principalId, status: 'UPLOADING' }, data: { status: 'READY', bytes: BigInt(bytes), sha256, refCount: 1 } });
   }
 
   /** An upload that did not finish: nothing may point at it; the purge job removes whatever reached the bucket. */
@@ -32,8 +32,8 @@ export class StoredObjectRepository {
   }
 
   /** Takes one more reference on a READY object; false when it is already going away. */
-  async retain(tx: Tx, id: string): Promise<boolean> {
-    const { count } = await tx.storedObject.updateMany({ where: { id, status: 'READY' }, data: { refCount: { increment: 1 } } });
+  async retain(tx: Tx, principalId: string, id: string): Promise<boolean> {
+    const { count } = await tx.storedObject.updateMany({ where: { id, principalId, status: 'READY' }, data: { refCount: { increment: 1 } } });
     return count === 1;
   }
 
@@ -83,13 +83,16 @@ export class StoredObjectRepository {
     return this.prisma.$transaction(async (tx) => {
       await tx.containerFile.deleteMany({ where: { deletedAt: { lt: before } } });
       await tx.file.deleteMany({ where: { deletedAt: { lt: before } } });
+      await tx.response.deleteMany({ where: { session: { deletedAt: { lt: before } } } });
       await tx.$executeRaw(Prisma.sql`
         DELETE FROM containers c WHERE c.deleted_at < ${before}
-           AND NOT EXISTS (SELECT 1 FROM container_files f WHERE f.container_id = c.id)`);
+           AND NOT EXISTS (SELECT 1 FROM container_files f WHERE f.container_id = c.id)
+           AND NOT EXISTS (SELECT 1 FROM responses r WHERE r.container_id = c.id)`);
       await tx.$executeRaw(Prisma.sql`
         DELETE FROM sessions s WHERE s.deleted_at < ${before}
            AND NOT EXISTS (SELECT 1 FROM containers c WHERE c.session_id = s.id)
-           AND NOT EXISTS (SELECT 1 FROM container_files f WHERE f.session_id = s.id)`);
+           AND NOT EXISTS (SELECT 1 FROM container_files f WHERE f.session_id = s.id)
+           AND NOT EXISTS (SELECT 1 FROM responses r WHERE r.session_id = s.id)`);
       return tx.$executeRaw(Prisma.sql`
         DELETE FROM stored_objects o WHERE o.status = 'PURGED'
            AND NOT EXISTS (SELECT 1 FROM files f WHERE f.object_id = o.id)
