@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { api, containerUpload, newSession, upload } from '../support/api';
 import { count, db } from '../support/db';
+import { E2E_BASE_URL } from '../support/env';
 
 describe('sessions, containers and container files', () => {
   it('creates a session with its current container', async () => {
@@ -23,7 +24,7 @@ describe('sessions, containers and container files', () => {
     expect((await api('POST', '/v1/sessions', { json: [] })).status).toBe(400);
     const text = await api('POST', '/v1/sessions', { headers: { 'content-type': 'text/plain' }, json: undefined });
     expect(text.status).toBe(200);
-    const broken = await fetch(`${process.env.UHP_E2E_BASE ?? 'http://127.0.0.1:18080'}/v1/sessions`, { method: 'POST', headers: { authorization: 'Bearer sk_test_alice_0123456789', 'content-type': 'application/json' }, body: '{"metadata": {' });
+    const broken = await fetch(`${E2E_BASE_URL}/v1/sessions`, { method: 'POST', headers: { authorization: 'Bearer sk_test_alice_0123456789', 'content-type': 'application/json' }, body: '{"metadata": {' });
     expect(broken.status).toBe(400);
     expect(((await broken.json()) as { error: { code: string } }).error.code).toBe('invalid_json');
   });

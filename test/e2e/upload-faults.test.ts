@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { api, BOUNDARY, CLOSE, fileForm, MULTIPART_TYPE, newSession, partHead, rawRequest } from '../support/api';
 import { count, dbNow, leftoversSince } from '../support/db';
-import { TEST_MAX_FILE_BYTES } from '../support/env';
+import { TEST_MAX_FILE_BYTES, testPort } from '../support/env';
 import { pollUntil } from '../support/poll';
 import { unfinishedUploads } from '../support/s3';
 import { S3FaultProxy } from '../support/s3-fault-proxy';
@@ -119,7 +119,7 @@ describe('uploads that must fail and leave nothing behind', () => {
 });
 
 describe('the storage service dying mid-upload', () => {
-  const stack = new Stack(18180, { STORAGE_ABANDONED_UPLOAD_SECONDS: '1', STORAGE_SWEEP_INTERVAL_MS: '1000', UHP_MAX_FILE_BYTES: String(64 * 1024 * 1024), S3_PART_SIZE_BYTES: String(5 * 1024 * 1024) });
+  const stack = new Stack(testPort(18180), { STORAGE_ABANDONED_UPLOAD_SECONDS: '1', STORAGE_SWEEP_INTERVAL_MS: '1000', UHP_MAX_FILE_BYTES: String(64 * 1024 * 1024), S3_PART_SIZE_BYTES: String(5 * 1024 * 1024) });
   afterAll(() => stack.stop());
 
   it('answers 503, keeps no file, and the restarted storage service aborts the orphaned multipart upload', async () => {
@@ -160,7 +160,7 @@ describe('S3 failing mid-upload', () => {
 
   it('answers 503 once S3 keeps failing parts, and aborts the multipart upload so nothing is left', async () => {
     const endpoint = await proxy.start();
-    stack = new Stack(18580, { S3_ENDPOINT: endpoint, UHP_MAX_FILE_BYTES: String(64 * 1024 * 1024), S3_PART_SIZE_BYTES: String(5 * 1024 * 1024), S3_UPLOAD_QUEUE_SIZE: '1' });
+    stack = new Stack(testPort(18580), { S3_ENDPOINT: endpoint, UHP_MAX_FILE_BYTES: String(64 * 1024 * 1024), S3_PART_SIZE_BYTES: String(5 * 1024 * 1024), S3_UPLOAD_QUEUE_SIZE: '1' });
     await stack.start(['storage', 'gateway']);
     const since = await dbNow();
     const res = await rawRequest('/v1/files', {

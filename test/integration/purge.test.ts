@@ -4,13 +4,13 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JOB, purgeJobId, QUEUE } from '@app/contracts';
 import { db } from '../support/db';
-import { TEST_BUCKET, TEST_REDIS_URL } from '../support/env';
+import { TEST_BUCKET, TEST_REDIS_URL, testPort } from '../support/env';
 import { pollUntil } from '../support/poll';
 import { objectExists, s3 } from '../support/s3';
 import { Stack } from '../support/stack';
 
 // Storage and worker only: the purge path from a queued job to the bucket, with real Redis, Postgres and S3.
-const stack = new Stack(18380, { SWEEP_INTERVAL_MS: '1000' });
+const stack = new Stack(testPort(18380), { SWEEP_INTERVAL_MS: '1000' });
 const queue = new Queue(QUEUE.purge, { connection: { url: TEST_REDIS_URL } });
 
 async function purgingObject(): Promise<{ id: string; key: string }> {

@@ -2,7 +2,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StorageClient } from '@app/common';
-import { TEST_STORAGE_TOKEN } from '../support/env';
+import { TEST_STORAGE_TOKEN, testPort } from '../support/env';
 import { objectExists, unfinishedUploads } from '../support/s3';
 import { pollUntil } from '../support/poll';
 import { Stack } from '../support/stack';
@@ -10,7 +10,7 @@ import { Readable } from 'node:stream';
 
 const MiB = 1024 * 1024;
 // The storage service alone, with 5 MiB parts so a few MiB already make a real multipart upload.
-const stack = new Stack(18280, { S3_PART_SIZE_BYTES: String(5 * MiB), UHP_MAX_FILE_BYTES: String(64 * MiB) });
+const stack = new Stack(testPort(18280), { S3_PART_SIZE_BYTES: String(5 * MiB), UHP_MAX_FILE_BYTES: String(64 * MiB) });
 const client = new StorageClient({ baseUrl: `http://127.0.0.1:${stack.port('storage')}`, token: TEST_STORAGE_TOKEN });
 const key = () => `objects/${randomUUID()}`;
 const sha = (data: Buffer) => createHash('sha256').update(data).digest('hex');

@@ -1,7 +1,14 @@
-/** The test environment: its own database, bucket, Redis db and ports, so tests never touch dev data. */
-export const TEST_DATABASE_URL = process.env.UHP_TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/uhp_test';
-export const TEST_REDIS_URL = process.env.UHP_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/3';
-export const TEST_BUCKET = process.env.UHP_TEST_BUCKET ?? 'uhp-test';
+/**
+ * The test environment: its own database, bucket, Redis db and ports, so tests never touch dev data.
+ * UHP_TEST_SLOT=n (default 0) shifts all of them, so two checkouts can run their tests side by side.
+ */
+const SLOT = Number(process.env.UHP_TEST_SLOT ?? 0);
+const PORT_SHIFT = SLOT * 10_000;
+/** A fixed test port, moved by the test slot. */
+export const testPort = (port: number) => port + PORT_SHIFT;
+export const TEST_DATABASE_URL = process.env.UHP_TEST_DATABASE_URL ?? `postgresql://postgres@127.0.0.1:5432/uhp_test${SLOT ? `_${SLOT}` : ''}`;
+export const TEST_REDIS_URL = process.env.UHP_TEST_REDIS_URL ?? `redis://127.0.0.1:6379/${3 + 5 * SLOT}`;
+export const TEST_BUCKET = process.env.UHP_TEST_BUCKET ?? `uhp-test${SLOT ? `-${SLOT}` : ''}`;
 export const TEST_STORAGE_TOKEN = 'test-storage-token-0123456789';
 export const TEST_MAX_FILE_BYTES = 4 * 1024 * 1024;
 
@@ -49,5 +56,5 @@ export function stackEnv(portBase: number, overrides: Record<string, string> = {
 }
 
 /** The port base of the shared e2e stack started by the global setup. */
-export const E2E_PORT_BASE = 18080;
+export const E2E_PORT_BASE = testPort(18080);
 export const E2E_BASE_URL = `http://127.0.0.1:${E2E_PORT_BASE}`;
