@@ -197,6 +197,14 @@ describe('the sandbox around LibreOffice', () => {
     expect(Date.now() - started).toBeLessThan(8_000); // an unreachable image would cost 10 s each
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(serverHits).toEqual([]);
+
+    // Control: the same document through a plain soffice (stock profile, no sandbox) does fetch the image,
+    // so the assertion above is about our hardening, not an inert fixture.
+    const profile = join(dir, 'control-profile');
+    await run('mkdir', ['-p', join(profile, 'user')]);
+    await writeFile(join(profile, 'user', 'registrymodifications.xcu'), '<?xml version="1.0" encoding="UTF-8"?><oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><item oor:path="/org.openoffice.Setup/Product"><prop oor:name="ooSetupLastVersion" oor:op="fuse"><value>7.4</value></prop></item></oor:items>');
+    await run('soffice', ['--headless', '--norestore', `-env:UserInstallation=file://${profile}`, '--convert-to', 'pdf', '--outdir', join(dir, 'control'), join(dir, 'remote.docx')], { env: { PATH: '/usr/bin:/bin', HOME: profile, LANG: 'C.UTF-8' }, timeout: 60_000 });
+    expect(serverHits).toContain('/docx-image.png');
   });
 });
 

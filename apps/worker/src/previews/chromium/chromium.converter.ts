@@ -147,7 +147,8 @@ export class ChromiumConverter implements PdfConverter {
       executablePath: launcher,
       headless: true,
       args: CHROMIUM_FLAGS,
-      env: cleanEnvironment(dir, { XDG_CONFIG_HOME: join(dir, 'config'), XDG_CACHE_HOME: join(dir, 'cache') }),
+      // TMPDIR stays short: Chromium puts its singleton socket there (sun_path is 108 bytes).
+      env: cleanEnvironment(dir, { TMPDIR: '/tmp', XDG_CONFIG_HOME: join(dir, 'config'), XDG_CACHE_HOME: join(dir, 'cache') }),
       timeout: 30_000,
       handleSIGINT: false,
       handleSIGTERM: false,
