@@ -8,6 +8,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 [[ -d node_modules/.bin ]] || npm ci --no-audit --no-fund
+bash infra/local/preview-tools.sh >/dev/null  # LibreOffice, Chromium, qpdf for test/integration/previews
 UHP_DATABASES="uhp_test" bash infra/local/up.sh >/dev/null
 npm run --silent build >/dev/null
 
