@@ -8,6 +8,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 [[ -d node_modules/.bin ]] || npm ci --no-audit --no-fund
+bash infra/local/preview-tools.sh >/dev/null  # LibreOffice, Chromium, qpdf for the preview converters
 # UHP_TEST_SLOT=n gives this run its own database, bucket, Redis db and ports (test/support/env.ts).
 TEST_DB="uhp_test"; [[ "${UHP_TEST_SLOT:-0}" != 0 ]] && TEST_DB="uhp_test_${UHP_TEST_SLOT}"
 UHP_DATABASES="$TEST_DB" bash infra/local/up.sh >/dev/null
