@@ -2,6 +2,7 @@
 # `npm run bench [-- SIZES]`: the transfer benchmark (gateway vs direct S3). Not part of `npm test`.
 #   bash bench/run.sh                 # 100MiB and 1GiB (default), writes docs/benchmarks.md
 #   BENCH_SIZES=16MiB bash bench/run.sh   # quick run; docs/benchmarks.md is left alone
+#   bash bench/run.sh preview         # the preview benchmark (bench/preview.bench.mjs)
 # Idempotent: makes sure Postgres, Redis and S3 run (infra/local/up.sh when something is down), creates and
 # migrates the database uhp_bench, builds, then runs bench/transfer.bench.mjs, which starts the three
 # services on ports 19080-19082 itself and stops them at the end. BENCH_SKIP_BUILD=1 skips `npm run build`.
@@ -56,4 +57,9 @@ if [[ "${BENCH_SKIP_BUILD:-}" != 1 ]]; then
   }
 fi
 
+if [[ "${1:-}" == preview ]]; then
+  shift
+  bash infra/local/preview-tools.sh >/dev/null
+  exec node bench/preview.bench.mjs "$@"
+fi
 exec node bench/transfer.bench.mjs "$@"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `npm start`: the whole system on its embedded defaults. Installs what is missing, starts Postgres,
-# Redis and the local S3 server, applies migrations, builds, starts gateway, storage and worker,
+# `npm start`: the whole system on its embedded defaults. Installs what is missing (the preview
+# converters included), starts Postgres, Redis and the local S3 server, applies migrations, builds, starts gateway, storage and worker,
 # prints a dev API key and a curl to try, then follows the logs until Ctrl-C (which stops the services).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -10,6 +10,7 @@ mkdir -p "$UHP_DATA_DIR"
 
 [[ -d node_modules/.bin ]] || npm ci --no-audit --no-fund
 bash infra/local/up.sh
+bash infra/local/preview-tools.sh   # LibreOffice, Chromium and fonts for PDF previews (apt, only what is missing)
 npm run --silent build >/dev/null
 
 KEY_FILE="$UHP_DATA_DIR/dev-api-key"

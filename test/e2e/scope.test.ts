@@ -116,7 +116,9 @@ describe('the public surface', () => {
       expect((await api('GET', path, { who: 'anon' })).status, path).toBe(200);
     }
     const limits = await api('GET', '/v1/limits', { who: 'anon' });
-    expect(limits.json).toMatchObject({ object: 'limits', max_file_bytes: 4 * 1024 * 1024, max_inline_file_bytes: 1024 * 1024, preview: { enabled: false, formats: [] }, archive: { formats: ['zip'] } });
+    expect(limits.json).toMatchObject({ object: 'limits', max_file_bytes: 4 * 1024 * 1024, max_inline_file_bytes: 1024 * 1024, preview: { enabled: true, timeout_ms: 60_000 }, archive: { formats: ['zip'] } });
+    // The worker's converters are installed in tests: every family previews.
+    expect(limits.json.preview.formats).toEqual(expect.arrayContaining(['docx', 'xlsx', 'pptx', 'csv', 'html', 'md', 'txt', 'png', 'jpeg', 'gif', 'webp', 'pdf']));
     expect(limits.json.max_request_bytes).toBeGreaterThanOrEqual(4 * Math.ceil((1024 * 1024) / 3) + 65536);
     const openapi = await api('GET', '/openapi.json', { who: 'anon' });
     expect(openapi.json.openapi).toMatch(/^3\./);
@@ -133,14 +135,5 @@ describe('the public surface', () => {
     expect(notFound.status).toBe(404);
     expect(notFound.headers.get('x-request-id')).toBeTruthy();
     expect(notFound.json.error).toMatchObject({ type: 'not_found_error', code: 'not_found', param: null });
-  });
-
-  it('answers a previewable file with 501 preview_unavailable and x-should-retry: false', async () => {
-    const session = await newSession();
-    const artifact = await containerUpload(session.container_id, 'doc.txt', 'text');
-    const res = await api('GET', `/v1/containers/${session.container_id}/files/${artifact.id}/pdf`);
-    expect(res.status).toBe(501);
-    expect(res.json.error).toMatchObject({ type: 'not_implemented_error', code: 'preview_unavailable' });
-    expect(res.headers.get('x-should-retry')).toBe('false');
   });
 });

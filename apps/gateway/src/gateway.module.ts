@@ -18,6 +18,7 @@ import { JsonBodyMiddleware } from './http/json-body.middleware';
 import { LimitsController } from './limits/limits.controller';
 import { OpenApiController } from './openapi/openapi.controller';
 import { PreviewsController } from './previews/previews.controller';
+import { PreviewsService } from './previews/previews.service';
 import { ResponseMetrics } from './responses/response-metrics';
 import { ResponsesController } from './responses/responses.controller';
 import { ResponsesService } from './responses/responses.service';
@@ -56,6 +57,7 @@ function agentRegistry(config: GatewayConfig): AgentRegistry {
     ArtifactWriter,
     ResponseMetrics,
     ResponsesService,
+    PreviewsService,
     { provide: AgentRegistry, useFactory: agentRegistry, inject: [APP_CONFIG] },
   ],
 })

@@ -1,11 +1,19 @@
 import { Module } from '@nestjs/common';
-import { PlatformIoModule, platformHealth } from '@app/common';
+import { PlatformIoModule, platformHealth, READINESS_DETAILS } from '@app/common';
 import { DbModule, PrismaService } from '@app/db';
+import { PreviewConverters } from './previews/preview-converters.provider';
+import { PreviewsModule } from './previews/previews.module';
 import { PurgeProcessor } from './purge/purge.processor';
 import { PurgeService } from './purge/purge.service';
 
+const converterReport = {
+  provide: READINESS_DETAILS,
+  useFactory: (converters: PreviewConverters) => () => ({ previews: { enabled: converters.enabled, converters: converters.availability() } }),
+  inject: [PreviewConverters],
+};
+
 @Module({
-  imports: [DbModule, PlatformIoModule.forRoot({ failFastOnRedisDown: false }), platformHealth(PrismaService)],
+  imports: [DbModule, PlatformIoModule.forRoot({ failFastOnRedisDown: false }), PreviewsModule, platformHealth(PrismaService, { details: [converterReport], checks: { inject: [PreviewConverters], build: (converters: PreviewConverters) => [{ name: 'preview-converters', check: () => converters.checkedOnce() }] } })],
   providers: [PurgeService, PurgeProcessor],
 })
 export class WorkerModule {}

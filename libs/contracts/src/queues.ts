@@ -4,6 +4,7 @@
  */
 export const QUEUE = {
   purge: 'purge',
+  preview: 'preview',
 } as const;
 
 export const JOB = {
@@ -11,6 +12,8 @@ export const JOB = {
   purgeObject: 'purge-object',
   /** Periodic: expire files, re-enqueue purges that were never queued, reclaim stale uploads. */
   sweep: 'sweep',
+  /** Convert one source to PDF for a previews row (PENDING) and store the result. */
+  convertPreview: 'convert-preview',
 } as const;
 
 export interface PurgeObjectPayload {
@@ -20,13 +23,22 @@ export interface PurgeObjectPayload {
 
 export type SweepPayload = Record<string, never>;
 
+export interface ConvertPreviewPayload {
+  previewId: string;
+  /** The row's attempt generation this job serves (see previewJobId). */
+  generation: number;
+  requestId?: string;
+}
+
 export interface JobPayloads {
   [JOB.purgeObject]: PurgeObjectPayload;
   [JOB.sweep]: SweepPayload;
+  [JOB.convertPreview]: ConvertPreviewPayload;
 }
 
 export const JOB_NAMES_BY_QUEUE = {
   [QUEUE.purge]: [JOB.purgeObject, JOB.sweep],
+  [QUEUE.preview]: [JOB.convertPreview],
 } as const;
 
 /** Deterministic job ids make a second enqueue of the same work a no-op while the first is pending. */
@@ -42,3 +54,18 @@ export const PURGE_JOB_OPTIONS = {
 } as const;
 
 export const SWEEP_JOB_ID = 'sweep';
+
+/**
+ * One job per previews row and attempt generation: concurrent requests for the same content add the
+ * same id and so share one conversion; a retry after a transient failure gets a new generation.
+ */
+export function previewJobId(previewId: string, generation: number): string {
+  return `convert-preview-${previewId}-${generation}`;
+}
+
+export const PREVIEW_JOB_OPTIONS = {
+  attempts: 3,
+  backoff: { type: 'exponential', delay: 1_000 },
+  removeOnComplete: { age: 3_600, count: 10_000 },
+  removeOnFail: { age: 24 * 3_600 },
+} as const;

@@ -3,6 +3,7 @@ import { APP_CONFIG } from '@app/common/config/config.module';
 import { PrismaService } from './prisma.service';
 import { ContainerFileRepository } from './repositories/container-file.repository';
 import { FileRepository } from './repositories/file.repository';
+import { PreviewRepository } from './repositories/preview.repository';
 import { PrincipalRepository } from './repositories/principal.repository';
 import { ResponseRepository } from './repositories/response.repository';
 import { SessionRepository } from './repositories/session.repository';
@@ -34,7 +35,8 @@ const repository = <T>(type: new (prisma: PrismaService) => T) => ({ provide: ty
     repository(SessionRepository),
     repository(ContainerFileRepository),
     repository(ResponseRepository),
+    repository(PreviewRepository),
   ],
-  exports: [PrismaService, StoredObjectRepository, PrincipalRepository, FileRepository, SessionRepository, ContainerFileRepository, ResponseRepository],
+  exports: [PrismaService, StoredObjectRepository, PrincipalRepository, FileRepository, SessionRepository, ContainerFileRepository, ResponseRepository, PreviewRepository],
 })
 export class DbModule {}

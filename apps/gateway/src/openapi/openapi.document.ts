@@ -140,9 +140,11 @@ export const OPENAPI_DOCUMENT = {
     '/v1/containers/{container_id}/files/{file_id}/pdf': {
       get: {
         summary: 'A PDF preview of the file',
-        description: 'No converter is installed in this build: 501 preview_unavailable for files the caller can see.',
+        description:
+          'Office documents (LibreOffice), HTML, Markdown, text and code (Chromium) and images convert in the worker, once per content (cached); a PDF is served as is. ' +
+          '501 preview_unavailable when previews are off or no converter for the format is installed; 502 preview_failed for an unsupported or corrupt file (x-should-retry: false) or a conversion that outlasts PREVIEW_TIMEOUT_MS (retryable).',
         parameters: [idParam('container_id', 'cntr'), idParam('file_id', 'file')],
-        responses: { '200': { description: 'application/pdf' }, ...errors(401, 404, 501, 502) },
+        responses: { '200': { description: 'The PDF, inline', content: { 'application/pdf': { schema: { type: 'string', format: 'binary' } } } }, ...errors(401, 404, 501, 502, 503) },
       },
     },
     '/v1/responses': {
@@ -190,6 +192,7 @@ export const OPENAPI_DOCUMENT = {
         [416, 'Range not satisfiable'],
         [501, 'Preview unavailable'],
         [502, 'Preview failed'],
+        [503, 'A dependency is unavailable (service_unavailable, with Retry-After)'],
       ].map(([code, description]) => [`Error${code}`, errorResponse(String(description))]),
     ),
     schemas: {

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LOGGER, PurgeProducer, StorageClient, type AppLogger } from '@app/common';
-import { FileRepository, PrismaService, ResponseRepository, StoredObjectRepository } from '@app/db';
+import { PREVIEW_PIPELINE_VERSION } from '@app/contracts';
+import { FileRepository, PreviewRepository, PrismaService, ResponseRepository, StoredObjectRepository } from '@app/db';
 
 const EXPIRE_BATCH = 500;
 /** A PURGING object this old with no job in sight gets one (its enqueue was lost). */
@@ -18,6 +19,7 @@ export class PurgeService {
     @Inject(StoredObjectRepository) private readonly objects: StoredObjectRepository,
     @Inject(FileRepository) private readonly files: FileRepository,
     @Inject(ResponseRepository) private readonly responses: ResponseRepository,
+    @Inject(PreviewRepository) private readonly previews: PreviewRepository,
     @Inject(StorageClient) private readonly storage: StorageClient,
     @Inject(PurgeProducer) private readonly purges: PurgeProducer,
     @Inject(LOGGER) private readonly logger: AppLogger,
@@ -36,9 +38,9 @@ export class PurgeService {
 
   /**
    * Expires due files, re-enqueues lost purges, reclaims uploads a crashed gateway left, fails the
-   * responses it left in progress, prunes old tombstones.
+   * responses it left in progress, drops previews of content no live artifact has, prunes old tombstones.
    */
-  async sweep(staleUploadSeconds: number, tombstoneRetentionSeconds: number): Promise<{ expired: number; requeued: number; reclaimed: number; interrupted: number; pruned: number }> {
+  async sweep(staleUploadSeconds: number, tombstoneRetentionSeconds: number): Promise<{ expired: number; requeued: number; reclaimed: number; interrupted: number; previews: number; pruned: number }> {
     let expired = 0;
     for (;;) {
       const released = await this.prisma.$transaction(async (tx) => {
@@ -56,8 +58,23 @@ export class PurgeService {
       code: 'interrupted',
       message: 'The gateway running this response stopped before its agent finished.',
     });
+    const previews = await this.pruneOrphanPreviews();
     const pruned = await this.objects.pruneTombstones(new Date(Date.now() - tombstoneRetentionSeconds * 1000));
-    if (expired || lost.length || reclaimed.length || interrupted || pruned) this.logger.info({ expired, requeued: lost.length, reclaimed: reclaimed.length, interrupted, pruned }, 'sweep');
-    return { expired, requeued: lost.length, reclaimed: reclaimed.length, interrupted, pruned };
+    if (expired || lost.length || reclaimed.length || interrupted || previews || pruned) this.logger.info({ expired, requeued: lost.length, reclaimed: reclaimed.length, interrupted, previews, pruned }, 'sweep');
+    return { expired, requeued: lost.length, reclaimed: reclaimed.length, interrupted, previews, pruned };
+  }
+
+  /** Previews whose content no live artifact of their principal has any more: rows dropped, PDFs purged. */
+  private async pruneOrphanPreviews(): Promise<number> {
+    let dropped = 0;
+    for (;;) {
+      const purging = await this.prisma.$transaction(async (tx) => {
+        const objectIds = await this.previews.deleteOrphans(tx, PREVIEW_PIPELINE_VERSION, EXPIRE_BATCH);
+        dropped += objectIds.length;
+        return { objectIds, purging: await this.objects.release(tx, objectIds) };
+      });
+      await this.purges.enqueue(purging.purging);
+      if (purging.objectIds.length < EXPIRE_BATCH) return dropped;
+    }
   }
 }

@@ -105,6 +105,22 @@ export const workerConfigSchema = z.object({
   STALE_UPLOAD_SECONDS: integer(24 * 3600, 60),
   /** Rows of deleted files, containers and sessions are kept this long (cursor anchors), then pruned. */
   TOMBSTONE_RETENTION_SECONDS: integer(7 * 24 * 3600, 60),
+  /** false: this worker runs no converters and takes no preview jobs. */
+  PREVIEW_ENABLED: boolean(true),
+  /** Preview jobs in parallel per worker process. */
+  PREVIEW_CONCURRENCY: integer(2, 1, 32),
+  /** Warm LibreOffice processes per worker; each converts one document at a time. */
+  PREVIEW_OFFICE_POOL_SIZE: integer(2, 1, 16),
+  /** A LibreOffice process is replaced after this many conversions (it grows with use). */
+  PREVIEW_OFFICE_MAX_CONVERSIONS: integer(200, 1),
+  /** Wall-clock limit of one conversion; past it the converter's whole process group is killed. */
+  PREVIEW_CONVERSION_TIMEOUT_MS: integer(45_000, 1_000),
+  /** Address-space limit of each LibreOffice process. */
+  PREVIEW_OFFICE_MEMORY_BYTES: integer(3 * GiB, 256 * MiB),
+  /** Private scratch space of the converters (profiles, inputs, outputs); emptied per conversion. */
+  PREVIEW_WORK_DIR: z.string().min(1).optional(),
+  /** Run converters in a network namespace with no interfaces (`unshare --net`). Turn off only where namespaces are unavailable. */
+  PREVIEW_ISOLATE_NETWORK: boolean(true),
 });
 
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;

@@ -1,4 +1,4 @@
-import { Controller, Get, Inject, Module, type DynamicModule, type Provider } from '@nestjs/common';
+import { Controller, Get, Inject, Module, Optional, type DynamicModule, type Provider } from '@nestjs/common';
 import { ApiError } from '../errors/api-error';
 import { Public } from '../auth/public.decorator';
 
@@ -9,6 +9,9 @@ export interface ReadinessCheck {
 }
 
 export const READINESS_CHECKS = Symbol('READINESS_CHECKS');
+/** Optional: what /readyz also reports without failing on it (e.g. which preview converters can run). */
+export const READINESS_DETAILS = Symbol('READINESS_DETAILS');
+export type ReadinessDetails = () => Record<string, unknown>;
 const CHECK_TIMEOUT_MS = 3_000;
 
 async function withTimeout(check: ReadinessCheck): Promise<string | null> {
@@ -30,7 +33,10 @@ async function withTimeout(check: ReadinessCheck): Promise<string | null> {
 
 @Controller()
 class HealthController {
-  constructor(@Inject(READINESS_CHECKS) private readonly checks: ReadinessCheck[]) {}
+  constructor(
+    @Inject(READINESS_CHECKS) private readonly checks: ReadinessCheck[],
+    @Optional() @Inject(READINESS_DETAILS) private readonly details?: ReadinessDetails,
+  ) {}
 
   @Public()
   @Get('healthz')
@@ -46,14 +52,14 @@ class HealthController {
     if (failed.length > 0) {
       throw new ApiError('service_unavailable', `Not ready: ${failed.map(([name, problem]) => `${name}: ${problem}`).join('; ')}`);
     }
-    return { status: 'ok', checks: Object.fromEntries(results.map(([name]) => [name, 'ok'])) };
+    return { status: 'ok', checks: Object.fromEntries(results.map(([name]) => [name, 'ok'])), ...(this.details ? this.details() : {}) };
   }
 }
 
 /** /healthz (alive) and /readyz (every readiness check answers). */
 @Module({})
 export class HealthModule {
-  static forRoot(checks: Provider, imports: DynamicModule['imports'] = []): DynamicModule {
-    return { module: HealthModule, imports, controllers: [HealthController], providers: [checks] };
+  static forRoot(checks: Provider, imports: DynamicModule['imports'] = [], details: Provider[] = []): DynamicModule {
+    return { module: HealthModule, imports, controllers: [HealthController], providers: [checks, ...details] };
   }
 }

@@ -1,5 +1,5 @@
 import { BullModule } from '@nestjs/bullmq';
-import { type DynamicModule, Module, type Type } from '@nestjs/common';
+import { type DynamicModule, Module, type Provider, type Type } from '@nestjs/common';
 import { QUEUE } from '@app/contracts';
 import { APP_CONFIG } from '../config/config.module';
 import { HealthModule, READINESS_CHECKS, type ReadinessCheck } from '../health/health';
@@ -30,21 +30,34 @@ export class PlatformIoModule {
         useFactory: (config: PlatformConfig) => ({ connection: { url: config.REDIS_URL, maxRetriesPerRequest: null, ...(options.failFastOnRedisDown ? { enableOfflineQueue: false } : {}) } }),
         inject: [APP_CONFIG],
       }),
-      BullModule.registerQueue({ name: QUEUE.purge }),
+      BullModule.registerQueue({ name: QUEUE.purge }, { name: QUEUE.preview }),
     ];
     return { module: PlatformIoModule, global: true, imports: queues, providers: [storageClient, PurgeProducer], exports: [storageClient, PurgeProducer, ...queues] };
   }
 }
 
+export interface PlatformHealthOptions {
+  /** Providers of READINESS_DETAILS: what /readyz reports besides. */
+  details?: Provider[];
+  /** Further checks of the service's own (built from the injected dependencies). */
+  checks?: { inject: Array<Type | symbol | string>; build: (...dependencies: any[]) => ReadinessCheck[] };
+}
+
 /** Readiness of a service that talks to Postgres (`database`, e.g. PrismaService), Redis and the storage service. */
-export function platformHealth(database: Type<{ ping(): Promise<void> }>): DynamicModule {
-  return HealthModule.forRoot({
-    provide: READINESS_CHECKS,
-    useFactory: (db: { ping(): Promise<void> }, storage: StorageClient, purges: PurgeProducer): ReadinessCheck[] => [
-      { name: 'postgres', check: () => db.ping() },
-      { name: 'redis', check: () => purges.ping() },
-      { name: 'storage', check: () => storage.ping() },
-    ],
-    inject: [database, StorageClient, PurgeProducer],
-  });
+export function platformHealth(database: Type<{ ping(): Promise<void> }>, options: PlatformHealthOptions = {}): DynamicModule {
+  const own = options.checks ?? { inject: [], build: () => [] };
+  return HealthModule.forRoot(
+    {
+      provide: READINESS_CHECKS,
+      useFactory: (db: { ping(): Promise<void> }, storage: StorageClient, purges: PurgeProducer, ...dependencies: unknown[]): ReadinessCheck[] => [
+        { name: 'postgres', check: () => db.ping() },
+        { name: 'redis', check: () => purges.ping() },
+        { name: 'storage', check: () => storage.ping() },
+        ...own.build(...dependencies),
+      ],
+      inject: [database, StorageClient, PurgeProducer, ...own.inject],
+    },
+    [],
+    options.details ?? [],
+  );
 }

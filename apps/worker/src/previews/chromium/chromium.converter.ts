@@ -2,7 +2,7 @@ import { chmod, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { ConversionError, toConversionError } from '../conversion.error';
-import { previewTypeOf } from '../file-types';
+import { previewTypeOf } from '@app/contracts';
 import type { Availability, ConversionInput, ConversionOutput, PdfConverter } from '../pdf-converter';
 import type { PdfValidator } from '../pdf/pdf.validator';
 import type { PreviewConverterOptions } from '../preview.options';

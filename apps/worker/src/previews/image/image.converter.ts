@@ -2,7 +2,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { PDFDocument } from 'pdf-lib';
 import sharp from 'sharp';
 import { ConversionError, toConversionError } from '../conversion.error';
-import { previewTypeOf } from '../file-types';
+import { previewTypeOf } from '@app/contracts';
 import type { Availability, ConversionInput, ConversionOutput, PdfConverter } from '../pdf-converter';
 import { hasPdfHeader } from '../pdf/pdf.validator';
 import type { PreviewConverterOptions } from '../preview.options';

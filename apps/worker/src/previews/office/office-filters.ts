@@ -1,4 +1,4 @@
-import type { OfficeExtension } from '../file-types';
+import type { OfficeExtension } from '@app/contracts';
 
 export interface OfficeImport {
   /** LibreOffice import filter forced for the extension: random bytes fail fast instead of being guessed at. */

@@ -1,7 +1,7 @@
 import { copyFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConversionError, toConversionError } from '../conversion.error';
-import { previewTypeOf, type OfficeExtension } from '../file-types';
+import { previewTypeOf, type OfficeExtension } from '@app/contracts';
 import type { Availability, ConversionInput, ConversionOutput, PdfConverter } from '../pdf-converter';
 import { readHead, type PdfValidator } from '../pdf/pdf.validator';
 import type { PreviewConverterOptions } from '../preview.options';

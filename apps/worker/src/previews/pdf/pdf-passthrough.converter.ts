@@ -1,6 +1,6 @@
 import { copyFile } from 'node:fs/promises';
 import { ConversionError, toConversionError } from '../conversion.error';
-import { previewTypeOf } from '../file-types';
+import { previewTypeOf } from '@app/contracts';
 import type { Availability, ConversionInput, ConversionOutput, PdfConverter } from '../pdf-converter';
 import type { PdfValidator } from './pdf.validator';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { extensionOf, previewTypeOf } from './file-types';
+import { extensionOf, previewTypeOf } from './preview-types';
 
 describe('previewTypeOf', () => {
   it.each([

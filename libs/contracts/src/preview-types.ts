@@ -104,3 +104,22 @@ export function supportedExtensions(): Record<PreviewKind, string[]> {
   for (const [extension, type] of BY_EXTENSION) result[type.kind].push(extension);
   return result;
 }
+
+/**
+ * Bumped when any converter's output for the same input may change: cached previews of the old
+ * version are no longer served (and are pruned with their content).
+ */
+export const PREVIEW_PIPELINE_VERSION = 1;
+
+/** The worker's converter (its `name`) for each family; their availability decides what previews. */
+export const CONVERTER_OF_KIND: Record<PreviewKind, string> = {
+  office: 'libreoffice',
+  html: 'chromium',
+  markdown: 'chromium',
+  text: 'chromium',
+  image: 'image',
+  pdf: 'pdf',
+};
+
+/** The cache key's format part: the family and the extension the converter works with. */
+export const previewFormatKey = (type: PreviewType) => `${type.kind}:${type.extension}`;

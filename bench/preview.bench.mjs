@@ -1,0 +1,264 @@
+#!/usr/bin/env node
+/**
+ * Preview benchmark (issue 4). In one run, on the same documents (docx, xlsx, pptx, html, md, txt, png,
+ * made here with a unique marker per repetition so every first preview really converts):
+ *   - first preview through the HTTP API (upload, then GET …/pdf: queue, warm converter, bucket);
+ *   - cached preview (the same GET again);
+ *   - the naive baseline: a cold `soffice --headless --convert-to pdf` per office file with a fresh profile;
+ *   - cached preview throughput against a plain download of an artifact of the same size;
+ *   - 20 concurrent identical requests for new content, and how many conversions the worker ran for them.
+ * Prints medians, p95 and ratios; writes docs/benchmarks.md's preview section (BENCH_WRITE_DOCS=0 skips it).
+ *
+ *   bash bench/run.sh preview            (BENCH_REPS=5 by default; BENCH_COLD_REPS=3)
+ *
+ * A measurement, not a test: it fails only when a request fails.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, createWriteStream } from 'node:fs';
+import { tmpdir, cpus } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { deflateSync } from 'node:zlib';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const LOG_DIR = join(ROOT, 'bench', 'results', 'logs');
+const DOCS_FILE = process.env.BENCH_DOCS_FILE ?? join(ROOT, 'docs', 'benchmarks.md');
+const PORT_BASE = Number(process.env.BENCH_PORT_BASE ?? 19080);
+const KEY = 'sk_bench_0123456789abcdef';
+const API = `http://127.0.0.1:${PORT_BASE}`;
+const REPS = Math.max(1, Number(process.env.BENCH_REPS ?? 5));
+const COLD_REPS = Math.max(1, Number(process.env.BENCH_COLD_REPS ?? 3));
+const SOFFICE = '/usr/bin/soffice';
+
+const ENV = {
+  HOST: '127.0.0.1',
+  PORT: String(PORT_BASE),
+  STORAGE_PORT: String(PORT_BASE + 1),
+  WORKER_PORT: String(PORT_BASE + 2),
+  STORAGE_URL: `http://127.0.0.1:${PORT_BASE + 1}`,
+  STORAGE_TOKEN: 'bench-storage-token-0123456789abcdef',
+  DATABASE_URL: process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/uhp_bench',
+  REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/4',
+  S3_ENDPOINT: process.env.S3_ENDPOINT ?? 'http://127.0.0.1:7480',
+  S3_BUCKET: process.env.BENCH_BUCKET ?? 'uhp-bench',
+  UHP_API_KEYS: `bench=${KEY}`,
+  UHP_PUBLIC_BASE_URL: API,
+  LOG_LEVEL: 'warn',
+};
+
+const children = [];
+async function startServices() {
+  mkdirSync(LOG_DIR, { recursive: true });
+  for (const [name, port] of [['storage', PORT_BASE + 1], ['gateway', PORT_BASE], ['worker', PORT_BASE + 2]]) {
+    const log = createWriteStream(join(LOG_DIR, `preview-${name}.log`));
+    const child = spawn(process.execPath, [join(ROOT, 'dist/apps', name, 'src/main.js')], { cwd: ROOT, env: { ...process.env, ...ENV }, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.pipe(log);
+    child.stderr.pipe(log);
+    children.push(child);
+    const deadline = Date.now() + 90_000;
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`${name} exited; see ${LOG_DIR}/preview-${name}.log`);
+      if (await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false)) break;
+      if (Date.now() > deadline) throw new Error(`${name} not ready in 90 s`);
+      await sleep(200);
+    }
+  }
+}
+const stopServices = () => children.forEach((child) => child.kill('SIGTERM'));
+
+async function call(method, path, body, headers = {}) {
+  const res = await fetch(`${API}${path}`, { method, body, headers: { authorization: `Bearer ${KEY}`, ...headers } });
+  const bytes = Buffer.from(await res.arrayBuffer());
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${bytes.toString().slice(0, 200)}`);
+  return bytes;
+}
+
+async function artifact(containerId, filename, data) {
+  const form = new FormData();
+  form.append('file', new Blob([data]), filename);
+  return JSON.parse((await call('POST', `/v1/containers/${containerId}/files`, form)).toString());
+}
+
+async function conversions() {
+  const text = await (await fetch(`http://127.0.0.1:${PORT_BASE + 2}/metrics`)).text();
+  return text.split('\n').filter((l) => l.startsWith('uhp_preview_conversions_total{')).reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
+}
+
+// ---------------------------------------------------------------- documents ---
+const escape = (s) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+const paragraphs = (marker, n) => Array.from({ length: n }, (_, i) => `Paragraph ${i + 1} of the ${marker} report. ${'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(3)}`);
+const NS = 'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0" xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" office:version="1.2"';
+const flat = (mime, body) => `<?xml version="1.0" encoding="UTF-8"?><office:document ${NS} office:mimetype="${mime}"><office:body>${body}</office:body></office:document>`;
+const fodt = (marker) => flat('application/vnd.oasis.opendocument.text', `<office:text>${paragraphs(marker, 30).map((p) => `<text:p>${escape(p)}</text:p>`).join('')}</office:text>`);
+const fods = (marker) => flat('application/vnd.oasis.opendocument.spreadsheet', `<office:spreadsheet><table:table table:name="${marker}">${Array.from({ length: 200 }, (_, r) => `<table:table-row>${Array.from({ length: 8 }, (_, c) => `<table:table-cell office:value-type="float" office:value="${r * 8 + c}"><text:p>${r * 8 + c}</text:p></table:table-cell>`).join('')}</table:table-row>`).join('')}</table:table></office:spreadsheet>`);
+const fodp = (marker) => flat('application/vnd.oasis.opendocument.presentation', `<office:presentation>${Array.from({ length: 5 }, (_, i) => `<draw:page draw:name="s${i}"><draw:frame svg:x="2cm" svg:y="2cm" svg:width="20cm" svg:height="3cm"><draw:text-box><text:p>${marker} slide ${i + 1}</text:p></draw:text-box></draw:frame></draw:page>`).join('')}</office:presentation>`);
+
+/** A 64×64 RGB PNG, different per marker. */
+function png(marker) {
+  const crcTable = Array.from({ length: 256 }, (_, n) => { let c = n; for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1; return c >>> 0; });
+  const crc = (buf) => { let c = 0xffffffff; for (const b of buf) c = crcTable[(c ^ b) & 0xff] ^ (c >>> 8); return (c ^ 0xffffffff) >>> 0; };
+  const chunk = (type, data) => { const len = Buffer.alloc(4); len.writeUInt32BE(data.length); const td = Buffer.concat([Buffer.from(type), data]); const c = Buffer.alloc(4); c.writeUInt32BE(crc(td)); return Buffer.concat([len, td, c]); };
+  const size = 64;
+  const seed = Buffer.from(marker);
+  const raw = Buffer.alloc((size * 3 + 1) * size);
+  for (let y = 0; y < size; y++) for (let x = 0; x < size; x++) raw.set([(x * 4 + seed[0]) & 255, (y * 4 + seed[1]) & 255, seed[2]], y * (size * 3 + 1) + 1 + x * 3);
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(size, 0);
+  header.writeUInt32BE(size, 4);
+  header.set([8, 2, 0, 0, 0], 8);
+  return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk('IHDR', header), chunk('IDAT', deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]);
+}
+
+/** Office files made by LibreOffice from flat ODF sources, one soffice call per target format. */
+function officeFiles(dir, markers) {
+  const profile = `file://${join(dir, 'maker-profile')}`;
+  const out = {};
+  for (const [ext, source, make] of [['docx', 'fodt', fodt], ['xlsx', 'fods', fods], ['pptx', 'fodp', fodp]]) {
+    const sources = markers.map((marker) => {
+      const path = join(dir, `${marker}.${source}`);
+      writeFileSync(path, make(marker));
+      return path;
+    });
+    execFileSync(SOFFICE, [`-env:UserInstallation=${profile}`, '--headless', '--convert-to', ext, '--outdir', dir, ...sources], { stdio: 'ignore', timeout: 300_000 });
+    out[ext] = markers.map((marker) => join(dir, `${marker}.${ext}`));
+  }
+  return out;
+}
+
+function coldSoffice(file, dir) {
+  const profile = mkdtempSync(join(dir, 'cold-profile-'));
+  const started = performance.now();
+  execFileSync(SOFFICE, [`-env:UserInstallation=file://${profile}`, '--headless', '--convert-to', 'pdf', '--outdir', join(dir, 'cold-out'), file], { stdio: 'ignore', timeout: 300_000 });
+  const ms = performance.now() - started;
+  rmSync(profile, { recursive: true, force: true });
+  return ms;
+}
+
+// ---------------------------------------------------------------- statistics ---
+const quantile = (values, q) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
+};
+const median = (v) => quantile(v, 0.5);
+const p95 = (v) => quantile(v, 0.95);
+const ms = (v) => `${Math.round(v)} ms`;
+
+async function timed(fn) {
+  const started = performance.now();
+  const result = await fn();
+  return { ms: performance.now() - started, result };
+}
+
+async function main() {
+  const dir = mkdtempSync(join(tmpdir(), 'uhp-preview-bench-'));
+  try {
+    const markers = Array.from({ length: REPS }, () => `m${randomBytes(5).toString('hex')}`);
+    console.log(`preview bench: making ${REPS} documents per format …`);
+    const office = officeFiles(dir, markers);
+    const formats = {
+      docx: (i) => readFileSync(office.docx[i]),
+      xlsx: (i) => readFileSync(office.xlsx[i]),
+      pptx: (i) => readFileSync(office.pptx[i]),
+      html: (i) => Buffer.from(`<html><body><h1>${markers[i]}</h1>${paragraphs(markers[i], 30).map((p) => `<p>${p}</p>`).join('')}</body></html>`),
+      md: (i) => Buffer.from(`# ${markers[i]}\n\n${paragraphs(markers[i], 30).join('\n\n')}\n`),
+      txt: (i) => Buffer.from(`${markers[i]}\n${paragraphs(markers[i], 30).join('\n')}\n`),
+      png: (i) => png(markers[i]),
+    };
+
+    console.log('preview bench: cold soffice --convert-to pdf with a fresh profile …');
+    const cold = {};
+    for (const ext of ['docx', 'xlsx', 'pptx']) cold[ext] = Array.from({ length: Math.min(COLD_REPS, REPS) }, (_, i) => coldSoffice(office[ext][i], dir));
+
+    await startServices();
+    const session = JSON.parse((await call('POST', '/v1/sessions', JSON.stringify({}), { 'content-type': 'application/json' })).toString());
+    const container = session.container_id;
+    // One warm-up conversion per converter family, so the first measured preview is not a pool start.
+    for (const [name, data] of [['warm.docx', readFileSync(office.docx[0])], ['warm.txt', Buffer.from('warm up')], ['warm.png', png('warmup')]]) {
+      const file = await artifact(container, name.replace('warm', `warm-${randomBytes(3).toString('hex')}`), Buffer.concat([data, name.endsWith('.txt') ? Buffer.from(randomBytes(4).toString('hex')) : Buffer.alloc(0)]));
+      await call('GET', `/v1/containers/${container}/files/${file.id}/pdf`);
+    }
+
+    const results = {};
+    for (const [ext, make] of Object.entries(formats)) {
+      const first = [];
+      const cached = [];
+      for (let i = 0; i < REPS; i++) {
+        const file = await artifact(container, `${markers[i]}.${ext}`, make(i));
+        first.push((await timed(() => call('GET', `/v1/containers/${container}/files/${file.id}/pdf`))).ms);
+        cached.push((await timed(() => call('GET', `/v1/containers/${container}/files/${file.id}/pdf`))).ms);
+      }
+      results[ext] = { first, cached };
+      console.log(`${ext.padEnd(5)} first ${ms(median(first))} (p95 ${ms(p95(first))})  cached ${ms(median(cached))} (p95 ${ms(p95(cached))})${cold[ext] ? `  cold soffice ${ms(median(cold[ext]))} (p95 ${ms(p95(cold[ext]))})  ratio ${(median(first) / median(cold[ext])).toFixed(3)}` : ''}`);
+    }
+
+    // Cached preview vs plain download of the same number of bytes (the PDF itself uploaded as an artifact).
+    const docxFile = await artifact(container, `tp-${markers[0]}.docx`, formats.docx(0));
+    const pdfPath = `/v1/containers/${container}/files/${docxFile.id}/pdf`;
+    const pdf = await call('GET', pdfPath);
+    const plain = await artifact(container, 'same-bytes.bin', pdf);
+    const plainPath = `/v1/containers/${container}/files/${plain.id}/content`;
+    const N = 200;
+    const throughput = async (path) => {
+      const { ms: elapsed } = await timed(async () => {
+        for (let i = 0; i < N; i++) await call('GET', path);
+      });
+      return (N * pdf.length) / (elapsed / 1000) / 1e6;
+    };
+    await throughput(plainPath);
+    const plainMBps = median([await throughput(plainPath), await throughput(plainPath), await throughput(plainPath)]);
+    const cachedMBps = median([await throughput(pdfPath), await throughput(pdfPath), await throughput(pdfPath)]);
+    console.log(`cached preview ${cachedMBps.toFixed(1)} MB/s vs plain download ${plainMBps.toFixed(1)} MB/s of ${pdf.length} bytes: ratio ${(cachedMBps / plainMBps).toFixed(2)}`);
+
+    // 20 concurrent identical first requests.
+    const otherMarker = `c${randomBytes(5).toString('hex')}`;
+    const fresh = officeFiles(mkdtempSync(join(dir, 'fresh-')), [otherMarker]).docx[0];
+    const target = await artifact(container, `${otherMarker}.docx`, readFileSync(fresh));
+    const before = await conversions();
+    const burst = await timed(() => Promise.all(Array.from({ length: 20 }, () => call('GET', `/v1/containers/${container}/files/${target.id}/pdf`))));
+    const burstConversions = (await conversions()) - before;
+    const identical = new Set(burst.result.map((b) => b.toString('base64'))).size === 1;
+    console.log(`20 concurrent first requests: ${burstConversions} conversion(s), identical answers: ${identical}, all done in ${ms(burst.ms)}`);
+
+    const officeFirst = ['docx', 'xlsx', 'pptx'].map((ext) => median(results[ext].first) / median(cold[ext]));
+    const summary = { results, cold, plainMBps, cachedMBps, pdfBytes: pdf.length, burstConversions, burstMs: burst.ms, identical, officeFirst };
+    if (process.env.BENCH_WRITE_DOCS !== '0') writeDocs(summary);
+  } finally {
+    stopServices();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function writeDocs(s) {
+  const rows = Object.entries(s.results).map(([ext, r]) => {
+    const cold = s.cold[ext];
+    return `| ${ext} | ${ms(median(r.first))} | ${ms(p95(r.first))} | ${ms(median(r.cached))} | ${ms(p95(r.cached))} | ${cold ? `${ms(median(cold))} / ${ms(p95(cold))}` : '—'} | ${cold ? (median(r.first) / median(cold)).toFixed(3) : '—'} |`;
+  });
+  const section = [
+    `<!-- bench:preview:start (generated by bench/preview.bench.mjs) -->`,
+    `Run of ${new Date().toISOString().slice(0, 10)} on ${cpus().length} cores, ${REPS} documents per format (cold baseline: ${Math.min(COLD_REPS, REPS)} per office format). Every first preview is new content; one warm-up conversion per converter family ran before.`,
+    '',
+    '| format | first preview median | p95 | cached median | p95 | cold `soffice --convert-to pdf` median / p95 | first ÷ cold |',
+    '|---|---|---|---|---|---|---|',
+    ...rows,
+    '',
+    `- Office first preview ÷ cold baseline (target ≤ 0.25): docx ${s.officeFirst[0].toFixed(3)}, xlsx ${s.officeFirst[1].toFixed(3)}, pptx ${s.officeFirst[2].toFixed(3)}.`,
+    `- Cached preview throughput ${s.cachedMBps.toFixed(1)} MB/s vs plain download ${s.plainMBps.toFixed(1)} MB/s of the same ${s.pdfBytes} bytes (200 sequential GETs, median of 3): ratio ${(s.cachedMBps / s.plainMBps).toFixed(2)} (target ≥ 0.8).`,
+    `- 20 concurrent first requests for one new docx: ${s.burstConversions} conversion(s) (target exactly 1), identical answers: ${s.identical}, ${ms(s.burstMs)} for all.`,
+    `<!-- bench:preview:end -->`,
+  ].join('\n');
+  let text = readFileSync(DOCS_FILE, 'utf8');
+  const start = text.indexOf('<!-- bench:preview:start');
+  const end = text.indexOf('<!-- bench:preview:end -->');
+  text = start >= 0 && end > start ? text.slice(0, start) + section + text.slice(end + '<!-- bench:preview:end -->'.length) : `${text.trimEnd()}\n\n## Previews\n\n${section}\n`;
+  writeFileSync(DOCS_FILE, text);
+  console.log(`wrote ${DOCS_FILE}`);
+}
+
+main().catch((error) => {
+  console.error(error);
+  stopServices();
+  process.exitCode = 1;
+});

@@ -1,0 +1,156 @@
+import { Prisma, type PreviewStatus } from '../generated/client';
+import type { PrismaService, Tx } from '../prisma.service';
+
+export interface PreviewRow {
+  id: string;
+  sha256: string;
+  format: string;
+  version: number;
+  status: PreviewStatus;
+  generation: number;
+  sourceObjectId: string;
+  sourceFilename: string;
+  sourceContentType: string;
+  objectId: string | null;
+  bytes: bigint | null;
+  pdfSha256: string | null;
+  converter: string | null;
+  errorCode: string | null;
+  errorMessage: string | null;
+  permanent: boolean;
+  /** The PDF's key once READY. */
+  storageKey: string | null;
+}
+
+const SELECT = {
+  id: true,
+  sha256: true,
+  format: true,
+  version: true,
+  status: true,
+  generation: true,
+  sourceObjectId: true,
+  sourceFilename: true,
+  sourceContentType: true,
+  objectId: true,
+  bytes: true,
+  pdfSha256: true,
+  converter: true,
+  errorCode: true,
+  errorMessage: true,
+  permanent: true,
+  object: { select: { storageKey: true } },
+} as const;
+
+type Selected = Prisma.PreviewGetPayload<{ select: typeof SELECT }>;
+const toRow = ({ object, ...row }: Selected): PreviewRow => ({ ...row, storageKey: object?.storageKey ?? null });
+
+export interface PreviewKey {
+  sha256: string;
+  format: string;
+  version: number;
+}
+
+export interface PreviewSource {
+  objectId: string;
+  filename: string;
+  contentType: string;
+}
+
+export interface PreviewFailure {
+  code: string;
+  message: string;
+  permanent: boolean;
+}
+
+export interface ConverterState {
+  name: string;
+  available: boolean;
+  reason: string | null;
+}
+
+/** Cached PDF previews, per principal and content; and what the workers' converters can do. */
+export class PreviewRepository {
+  constructor(private readonly prisma: PrismaService) {}
+
+  /** The row for this content, created PENDING on first sight (concurrent callers get the same row). */
+  async findOrCreate(principalId: string, key: PreviewKey, source: PreviewSource): Promise<PreviewRow> {
+    const where = { principalId_sha256_format_version: { principalId, ...key } };
+    const create = { principalId, ...key, sourceObjectId: source.objectId, sourceFilename: source.filename, sourceContentType: source.contentType };
+    try {
+      return toRow(await this.prisma.preview.upsert({ where, create, update: {}, select: SELECT }));
+    } catch (error) {
+      // Two first requests raced on the insert: the loser reads the winner's row.
+      if ((error as { code?: string }).code !== 'P2002') throw error;
+      return toRow(await this.prisma.preview.findUniqueOrThrow({ where, select: SELECT }));
+    }
+  }
+
+  async findForOwner(principalId: string, id: string): Promise<PreviewRow | null> {
+    const row = await this.prisma.preview.findFirst({ where: { id, principalId }, select: SELECT });
+    return row ? toRow(row) : null;
+  }
+
+  /**
+   * After a transient failure: PENDING again under the next generation, from a source that is live now.
+   * Returns the row as it is afterwards (a concurrent caller may have retried it first).
+   */
+  async retry(principalId: string, id: string, fromGeneration: number, source: PreviewSource): Promise<PreviewRow | null> {
+    await this.prisma.preview.updateMany({
+      where: { id, principalId, status: 'FAILED', permanent: false, generation: fromGeneration },
+      data: { status: 'PENDING', generation: { increment: 1 }, sourceObjectId: source.objectId, sourceFilename: source.filename, sourceContentType: source.contentType, errorCode: null, errorMessage: null },
+    });
+    return this.findForOwner(principalId, id);
+  }
+
+  /** The worker's read of a job's row (no principal: the job carries only the id). */
+  async findForJob(id: string): Promise<(PreviewRow & { principalId: string }) | null> {
+    const row = await this.prisma.preview.findUnique({ where: { id }, select: { ...SELECT, principalId: true } });
+    return row ? { ...toRow(row), principalId: row.principalId } : null;
+  }
+
+  /** Records the stored PDF, inside the transaction that marks its object READY; false if the row went away or is not PENDING. */
+  async markReady(tx: Tx, id: string, generation: number, pdf: { objectId: string; bytes: number; sha256: string; converter: string }): Promise<boolean> {
+    const { count } = await tx.preview.updateMany({
+      where: { id, status: 'PENDING', generation },
+      data: { status: 'READY', objectId: pdf.objectId, bytes: BigInt(pdf.bytes), pdfSha256: pdf.sha256, converter: pdf.converter, errorCode: null, errorMessage: null },
+    });
+    return count === 1;
+  }
+
+  async markFailed(id: string, generation: number, failure: PreviewFailure): Promise<void> {
+    await this.prisma.preview.updateMany({
+      where: { id, status: 'PENDING', generation },
+      data: { status: 'FAILED', errorCode: failure.code, errorMessage: failure.message.slice(0, 1000), permanent: failure.permanent },
+    });
+  }
+
+  /**
+   * Drops previews no live artifact of their principal has the content of any more (or of an old
+   * pipeline version). Returns the PDF object ids, to be released in the same transaction.
+   */
+  async deleteOrphans(tx: Tx, currentVersion: number, limit: number): Promise<string[]> {
+    const rows = await tx.$queryRaw<{ object_id: string | null }[]>(Prisma.sql`
+      DELETE FROM previews WHERE id IN (
+        SELECT p.id FROM previews p
+         WHERE p.version <> ${currentVersion}
+            OR NOT EXISTS (SELECT 1 FROM container_files c WHERE c.principal_id = p.principal_id AND c.sha256 = p.sha256 AND c.deleted_at IS NULL)
+         LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+      RETURNING object_id::text AS object_id`);
+    return rows.flatMap((row) => (row.object_id ? [row.object_id] : []));
+  }
+
+  async saveConverterStates(states: ConverterState[], now = new Date()): Promise<void> {
+    await this.prisma.$transaction(
+      states.map((state) =>
+        this.prisma.converterStatus.upsert({ where: { name: state.name }, create: { ...state, checkedAt: now }, update: { available: state.available, reason: state.reason, checkedAt: now } }),
+      ),
+    );
+  }
+
+  /** Converters some worker found usable within `maxAgeMs`. */
+  async availableConverters(maxAgeMs: number, now = new Date()): Promise<Set<string>> {
+    const rows = await this.prisma.converterStatus.findMany({ where: { available: true, checkedAt: { gt: new Date(now.getTime() - maxAgeMs) } }, select: { name: true } });
+    return new Set(rows.map((row) => row.name));
+  }
+}

@@ -1,0 +1,163 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { api, containerUpload, newSession } from '../support/api';
+import { db } from '../support/db';
+import { E2E_PORT_BASE, testPort } from '../support/env';
+import { pollUntil } from '../support/poll';
+import { docx, paragraph, pdfText } from '../support/preview-fixtures';
+import { objectExists } from '../support/s3';
+import { Stack } from '../support/stack';
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'uhp-e2e-previews-'));
+});
+afterAll(() => rm(dir, { recursive: true, force: true }));
+
+async function textOf(pdf: Buffer): Promise<string> {
+  const path = join(dir, `${randomBytes(6).toString('hex')}.pdf`);
+  await writeFile(path, pdf);
+  return pdfText(path);
+}
+
+/** Conversions the e2e worker has done so far, from its own metrics. */
+async function conversions(): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${E2E_PORT_BASE + 2}/metrics`)).text();
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith('uhp_preview_conversions_total{'))
+    .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
+}
+
+async function artifact(filename: string, data: Buffer | string, type?: string) {
+  const session = await newSession();
+  const file = await containerUpload(session.container_id, filename, data, { type });
+  return { session, file, path: `/v1/containers/${session.container_id}/files/${file.id}/pdf` };
+}
+
+describe('PDF previews through the worker', () => {
+  it('converts text and an office document, served inline with the download headers', async () => {
+    const marker = `preview-${randomBytes(4).toString('hex')}`;
+    const text = await artifact('notes.txt', `first line ${marker}\nsecond line\n`, 'text/plain');
+    const res = await api('GET', text.path);
+    expect(res.status, res.body.toString().slice(0, 300)).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/pdf');
+    expect(res.headers.get('content-disposition')).toBe('inline; filename="notes.pdf"');
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(res.headers.get('content-security-policy')).toBe("default-src 'none'; sandbox");
+    expect(res.body.subarray(0, 5).toString()).toBe('%PDF-');
+    expect(await textOf(res.body)).toContain(marker);
+
+    const word = await artifact('memo.docx', docx(paragraph(`Quarterly memo ${marker}`)));
+    const pdf = await api('GET', word.path);
+    expect(pdf.status).toBe(200);
+    expect(await textOf(pdf.body)).toContain(`Quarterly memo ${marker}`);
+  });
+
+  it('serves a cached preview without converting again, with ETag and ranges', async () => {
+    const { path } = await artifact('cached.md', `# Cached ${randomBytes(4).toString('hex')}\n\nbody`);
+    const first = await api('GET', path);
+    expect(first.status).toBe(200);
+    const before = await conversions();
+    const second = await api('GET', path);
+    expect(second.body.equals(first.body)).toBe(true);
+    expect(await conversions()).toBe(before);
+    const etag = second.headers.get('etag')!;
+    expect((await api('GET', path, { headers: { 'if-none-match': etag } })).status).toBe(304);
+    const range = await api('GET', path, { headers: { range: 'bytes=0-4' } });
+    expect([range.status, range.body.toString()]).toEqual([206, '%PDF-']);
+  });
+
+  it('converts identical content once for 20 concurrent requests, and once for two artifacts with the same bytes', async () => {
+    const content = `<h1>Shared ${randomBytes(6).toString('hex')}</h1>`;
+    const one = await artifact('shared.html', content, 'text/html');
+    const two = await artifact('copy.html', content, 'text/html');
+    const before = await conversions();
+    const answers = await Promise.all([...Array.from({ length: 20 }, () => api('GET', one.path)), api('GET', two.path)]);
+    expect(answers.map((a) => a.status)).toEqual(Array(21).fill(200));
+    expect(new Set(answers.map((a) => a.body.toString('base64'))).size).toBe(1);
+    expect(await conversions()).toBe(before + 1);
+  });
+
+  it('serves a PDF as is', async () => {
+    const original = (await api('GET', (await artifact('notes.txt', 'make me a pdf')).path)).body;
+    const { path } = await artifact('given.pdf', original, 'application/pdf');
+    const res = await api('GET', path);
+    expect([res.status, res.headers.get('content-disposition')]).toEqual([200, 'inline; filename="given.pdf"']);
+    expect(res.body.equals(original)).toBe(true);
+  });
+
+  it('answers 502 preview_failed with the reason, without retrying, for a corrupt document and an unsupported type', async () => {
+    const corrupt = await artifact('broken.docx', randomBytes(4096));
+    const failed = await api('GET', corrupt.path);
+    expect(failed.status).toBe(502);
+    expect(failed.json.error).toMatchObject({ type: 'server_error', code: 'preview_failed' });
+    expect(failed.json.error.message).toMatch(/corrupt_document/);
+    expect(failed.headers.get('x-should-retry')).toBe('false');
+    const before = await conversions();
+    expect((await api('GET', corrupt.path)).status).toBe(502);
+    expect(await conversions()).toBe(before);
+
+    const archive = await artifact('bundle.zip', randomBytes(100), 'application/zip');
+    const unsupported = await api('GET', archive.path);
+    expect([unsupported.status, unsupported.json.error.code, unsupported.headers.get('x-should-retry')]).toEqual([502, 'preview_failed', 'false']);
+  });
+
+  it('renders HTML with scripts off and no request leaving the worker', async () => {
+    let requests = 0;
+    const server: Server = createServer((_req, res) => {
+      requests++;
+      res.end('tracked');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    try {
+      const html = `<h1>Hostile page</h1><img src="http://127.0.0.1:${port}/pixel.png"><iframe src="file:///etc/passwd"></iframe><script>document.body.innerHTML = 'SCRIPT RAN'</script>`;
+      const res = await api('GET', (await artifact('hostile.html', html, 'text/html')).path);
+      expect(res.status).toBe(200);
+      const text = await textOf(res.body);
+      expect(text).toContain('Hostile page');
+      expect(text).not.toContain('SCRIPT RAN');
+      expect(text).not.toContain('root:');
+      expect(requests).toBe(0);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('keeps previews in scope, and purges a preview once no artifact has its content', async () => {
+    const { session, file, path } = await artifact('scoped.txt', `scoped ${randomBytes(6).toString('hex')}`);
+    expect((await api('GET', path)).status).toBe(200);
+    expect((await api('GET', path, { who: 'bob' })).status).toBe(404);
+    const { rows } = await db.query('SELECT o.storage_key FROM previews p JOIN stored_objects o ON o.id = p.object_id WHERE p.sha256 = $1', [file.sha256]);
+    expect(rows).toHaveLength(1);
+    expect(await objectExists(rows[0].storage_key)).toBe(true);
+    expect((await api('DELETE', `/v1/sessions/${session.id}`)).status).toBe(200);
+    expect((await api('GET', path)).status).toBe(404);
+    await pollUntil(async () => !(await objectExists(rows[0].storage_key)), "the preview's PDF purged from the bucket", 60_000, 250);
+    expect((await db.query('SELECT count(*)::int AS n FROM previews WHERE sha256 = $1', [file.sha256])).rows[0].n).toBe(0);
+  });
+});
+
+describe('previews turned off', () => {
+  const stack = new Stack(testPort(18680), { PREVIEW_ENABLED: 'false' });
+  beforeAll(() => stack.start(['storage', 'gateway']));
+  afterAll(() => stack.stop());
+
+  it('answers 501 preview_unavailable with x-should-retry: false, and /v1/limits says so', async () => {
+    const session = (await api('POST', '/v1/sessions', { json: {}, base: stack.baseUrl })).json;
+    const form = new FormData();
+    form.append('file', new Blob(['text']), 'doc.txt');
+    const file = (await api('POST', `/v1/containers/${session.container_id}/files`, { form, base: stack.baseUrl })).json;
+    const res = await api('GET', `/v1/containers/${session.container_id}/files/${file.id}/pdf`, { base: stack.baseUrl });
+    expect(res.status).toBe(501);
+    expect(res.json.error).toMatchObject({ type: 'not_implemented_error', code: 'preview_unavailable' });
+    expect(res.headers.get('x-should-retry')).toBe('false');
+    expect((await api('GET', '/v1/limits', { base: stack.baseUrl })).json.preview).toMatchObject({ enabled: false, formats: [] });
+  });
+});
