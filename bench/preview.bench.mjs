@@ -22,6 +22,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { deflateSync } from 'node:zlib';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const LOG_DIR = join(ROOT, 'bench', 'results', 'logs');
@@ -49,8 +50,18 @@ const ENV = {
   LOG_LEVEL: 'warn',
 };
 
+/** The bench's own bucket, made on first use. */
+async function ensureBucket() {
+  const s3 = new S3Client({ endpoint: ENV.S3_ENDPOINT, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: process.env.S3_ACCESS_KEY_ID ?? 'uhp-dev-access', secretAccessKey: process.env.S3_SECRET_ACCESS_KEY ?? 'uhp-dev-secret-key-0123456789' } });
+  await s3.send(new CreateBucketCommand({ Bucket: ENV.S3_BUCKET })).catch((error) => {
+    if (!['BucketAlreadyOwnedByYou', 'BucketAlreadyExists'].includes(error.name)) throw error;
+  });
+  s3.destroy();
+}
+
 const children = [];
 async function startServices() {
+  await ensureBucket();
   mkdirSync(LOG_DIR, { recursive: true });
   for (const [name, port] of [['storage', PORT_BASE + 1], ['gateway', PORT_BASE], ['worker', PORT_BASE + 2]]) {
     const log = createWriteStream(join(LOG_DIR, `preview-${name}.log`));

@@ -1,6 +1,6 @@
 import { chmod, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { ConversionError, toConversionError } from '../conversion.error';
 import { previewTypeOf } from '@app/contracts';
 import type { Availability, ConversionInput, ConversionOutput, PdfConverter } from '../pdf-converter';
@@ -24,9 +24,26 @@ interface Session {
   conversions: number;
 }
 
+interface RenderedDocument {
+  contentType: string;
+  body: Buffer;
+}
+
+/**
+ * A fresh context with its page, made ahead of the next conversion: opening a page starts a renderer
+ * process, which costs 0.5–2 s on this machine, so it is done while the worker waits for work. Each
+ * context still serves exactly one document and is closed after it.
+ */
+interface Tab {
+  session: Session;
+  context: BrowserContext;
+  page: Page;
+  document: RenderedDocument | null;
+}
+
 /**
  * HTML, Markdown and text/source code through one warm headless Chromium (Debian's), a fresh context per
- * conversion with JavaScript off. The document is answered by the request filter for PAGE_URL with a
+ * conversion (opened ahead of it, see Tab) with JavaScript off. The document is answered by the request filter for PAGE_URL with a
  * CSP header that allows only data: resources; every other request (http, https, ws) is aborted, and
  * Chromium itself runs in a network namespace with nothing to reach. file: URLs cannot be loaded from an
  * http origin at all.
@@ -35,6 +52,7 @@ export class ChromiumConverter implements PdfConverter {
   readonly name = 'chromium';
   readonly version = '1';
   private session: Promise<Session> | undefined;
+  private spare: Promise<Tab | null> | null = null;
   /** Every request the filter saw and aborted, newest last (tests and debug logs). */
   readonly blockedRequests: string[] = [];
 
@@ -79,7 +97,8 @@ export class ChromiumConverter implements PdfConverter {
 
     const session = await this.browser();
     session.conversions++;
-    const context = await session.browser.newContext({ javaScriptEnabled: false, serviceWorkers: 'block', acceptDownloads: false, bypassCSP: false, offline: false });
+    const tab = await this.takeTab(session);
+    tab.document = { contentType, body };
     let failure: ConversionError | undefined;
     const timer = setTimeout(() => {
       failure = new ConversionError('timeout', `rendering ran past ${this.options.timeoutMs} ms; Chromium was killed`);
@@ -91,28 +110,51 @@ export class ChromiumConverter implements PdfConverter {
     };
     signal.addEventListener('abort', onAbort, { once: true });
     try {
-      await context.route('**/*', async (route) => {
-        const request = route.request();
-        if (request.url() === PAGE_URL && request.isNavigationRequest()) {
-          return route.fulfill({ status: 200, headers: { 'content-type': contentType, 'content-security-policy': PREVIEW_CSP, 'x-content-type-options': 'nosniff' }, body });
-        }
-        this.blockedRequests.push(request.url());
-        if (this.blockedRequests.length > 200) this.blockedRequests.splice(0, 100);
-        return route.abort('blockedbyclient');
-      });
-      const page = await context.newPage();
-      await page.goto(PAGE_URL, { waitUntil: 'load', timeout: this.options.timeoutMs });
-      await page.pdf({ path: output.path, format: 'A4', printBackground: true, preferCSSPageSize: type.kind === 'html', margin: { top: '12mm', bottom: '12mm', left: '12mm', right: '12mm' } });
+      await tab.page.goto(PAGE_URL, { waitUntil: 'load', timeout: this.options.timeoutMs });
+      await tab.page.pdf({ path: output.path, format: 'A4', printBackground: true, preferCSSPageSize: type.kind === 'html', margin: { top: '12mm', bottom: '12mm', left: '12mm', right: '12mm' } });
     } catch (error) {
       throw failure ?? toConversionError(error, signal);
     } finally {
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
-      await context.close().catch(() => undefined);
+      await tab.context.close().catch(() => undefined);
     }
     if (failure) throw failure;
     await this.validator.check(output.path, 'invalid_output', signal);
     if (session.conversions >= this.options.chromium.maxConversionsPerBrowser) void this.kill(session);
+    else this.prepareSpare(session);
+  }
+
+  /** The spare tab of this browser if one is ready, else a new one; either way the next spare is started. */
+  private async takeTab(session: Session): Promise<Tab> {
+    const spare = this.spare;
+    this.spare = null;
+    const ready = spare ? await spare : null;
+    if (ready && ready.session === session && this.active === session) return ready;
+    if (ready) await ready.context.close().catch(() => undefined);
+    return this.openTab(session);
+  }
+
+  private prepareSpare(session: Session): void {
+    if (this.spare || this.active !== session) return;
+    this.spare = this.openTab(session).catch(() => null);
+  }
+
+  /** A context with JavaScript off whose only answered request is the document set on the tab. */
+  private async openTab(session: Session): Promise<Tab> {
+    const context = await session.browser.newContext({ javaScriptEnabled: false, serviceWorkers: 'block', acceptDownloads: false, bypassCSP: false, offline: false });
+    const tab: Tab = { session, context, page: undefined as unknown as Page, document: null };
+    await context.route('**/*', async (route) => {
+      const request = route.request();
+      if (tab.document && request.url() === PAGE_URL && request.isNavigationRequest()) {
+        return route.fulfill({ status: 200, headers: { 'content-type': tab.document.contentType, 'content-security-policy': PREVIEW_CSP, 'x-content-type-options': 'nosniff' }, body: tab.document.body });
+      }
+      this.blockedRequests.push(request.url());
+      if (this.blockedRequests.length > 200) this.blockedRequests.splice(0, 100);
+      return route.abort('blockedbyclient');
+    });
+    tab.page = await context.newPage();
+    return tab;
   }
 
   async close(): Promise<void> {
@@ -156,6 +198,7 @@ export class ChromiumConverter implements PdfConverter {
     });
     const session: Session = { browser, pidFile, conversions: 0 };
     this.active = session;
+    this.prepareSpare(session);
     browser.on('disconnected', () => {
       this.forget(session);
       void this.killGroup(session).finally(() => rm(dir, { recursive: true, force: true }).catch(() => undefined));
@@ -170,6 +213,7 @@ export class ChromiumConverter implements PdfConverter {
     if (this.active !== session) return;
     this.active = undefined;
     this.session = undefined;
+    this.spare = null;
   }
 
   /** Drops the browser: the next conversion launches a new one. */
