@@ -132,10 +132,11 @@ describe('the storage service dying mid-upload', () => {
         req.write(partHead('file', 'crash.bin'));
         // Two 5 MiB parts and more: a multipart upload is open on S3 when the storage service dies.
         req.write(randomBytes(12 * 1024 * 1024));
-        setTimeout(() => {
+        // Kill it once S3 shows the upload open (a fixed delay raced a busy machine).
+        void pollUntil(async () => (await unfinishedUploads()).length > 0, 'a multipart upload open on S3', 30_000, 50).then(() => {
           stack.kill('storage');
           setTimeout(() => req.end(CLOSE), 200);
-        }, 500);
+        });
       },
     });
     const res = await result.catch((error) => ({ status: -1, body: String(error), headers: {} }));
