@@ -2,3 +2,4 @@ export * from './error-codes';
 export * from './ids';
 export * from './queues';
 export * from './storage-api';
+export * from './archive-manifest';

@@ -4,6 +4,8 @@
  */
 export const QUEUE = {
   purge: 'purge',
+  /** Its own queue: a many-gigabyte archive build must not hold up purges. */
+  archive: 'archive',
 } as const;
 
 export const JOB = {
@@ -11,6 +13,8 @@ export const JOB = {
   purgeObject: 'purge-object',
   /** Periodic: expire files, re-enqueue purges that were never queued, reclaim stale uploads. */
   sweep: 'sweep',
+  /** Build the ZIP of one archive row (a session's artifacts for one manifest) into the bucket. */
+  buildArchive: 'build-archive',
 } as const;
 
 export interface PurgeObjectPayload {
@@ -20,13 +24,20 @@ export interface PurgeObjectPayload {
 
 export type SweepPayload = Record<string, never>;
 
+export interface BuildArchivePayload {
+  archiveId: string;
+  requestId?: string;
+}
+
 export interface JobPayloads {
   [JOB.purgeObject]: PurgeObjectPayload;
   [JOB.sweep]: SweepPayload;
+  [JOB.buildArchive]: BuildArchivePayload;
 }
 
 export const JOB_NAMES_BY_QUEUE = {
   [QUEUE.purge]: [JOB.purgeObject, JOB.sweep],
+  [QUEUE.archive]: [JOB.buildArchive],
 } as const;
 
 /** Deterministic job ids make a second enqueue of the same work a no-op while the first is pending. */
@@ -42,3 +53,22 @@ export const PURGE_JOB_OPTIONS = {
 } as const;
 
 export const SWEEP_JOB_ID = 'sweep';
+
+/**
+ * One job per session and exact set of artifacts (the manifest hash): a second request for the same
+ * archive while the build is queued or running adds nothing. BullMQ job ids cannot contain ':'.
+ */
+export function archiveJobId(sessionId: string, manifestHash: string): string {
+  return `archive-${sessionId}-${manifestHash}`;
+}
+
+/**
+ * Finished jobs are removed at once, so the id is free again if the same manifest comes back later
+ * (an artifact added, then deleted). What a build did is recorded in its Postgres row, not in Redis.
+ */
+export const ARCHIVE_JOB_OPTIONS = {
+  attempts: 3,
+  backoff: { type: 'exponential', delay: 5_000 },
+  removeOnComplete: true,
+  removeOnFail: true,
+} as const;
