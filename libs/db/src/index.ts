@@ -6,5 +6,6 @@ export * from './repositories/file.repository';
 export * from './repositories/session.repository';
 export * from './repositories/container-file.repository';
 export * from './repositories/response.repository';
+export * from './repositories/archive.repository';
 export * from './db.module';
 export type { FilePurpose, ContainerFileSource, ResponseStatus } from './generated/client';

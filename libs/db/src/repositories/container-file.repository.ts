@@ -108,6 +108,20 @@ export class ContainerFileRepository {
     return toPage(rows, limit);
   }
 
+  /**
+   * The same artifacts as listSessionArtifacts, in the same order, with what an archive build needs to
+   * read each one (its storage key).
+   */
+  async listSessionArtifactObjects(principalId: string, sessionId: string, afterSeq: bigint | undefined, limit: number): Promise<Page<ContainerFileRow>> {
+    const rows = await this.prisma.containerFile.findMany({
+      where: { principalId, sessionId, ...LISTED, ...(afterSeq === undefined ? {} : { seq: { gt: afterSeq } }) },
+      orderBy: { seq: 'asc' },
+      take: limit + 1,
+      select: SELECT,
+    });
+    return toPage(rows.map(toRow), limit);
+  }
+
   /** Marks one artifact deleted; returns its object id (to release) or null when it was not reachable. */
   async markDeleted(tx: Tx, principalId: string, containerId: string, id: string): Promise<string | null> {
     const file = await tx.containerFile.findFirst({ where: { id, containerId, principalId, ...LIVE }, select: { objectId: true } });
