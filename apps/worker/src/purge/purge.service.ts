@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LOGGER, PurgeProducer, StorageClient, type AppLogger } from '@app/common';
-import { FileRepository, PrismaService, ResponseRepository, StoredObjectRepository } from '@app/db';
+import { ArchiveRepository, FileRepository, PrismaService, ResponseRepository, StoredObjectRepository } from '@app/db';
 
 const EXPIRE_BATCH = 500;
 /** A PURGING object this old with no job in sight gets one (its enqueue was lost). */
@@ -18,6 +18,7 @@ export class PurgeService {
     @Inject(StoredObjectRepository) private readonly objects: StoredObjectRepository,
     @Inject(FileRepository) private readonly files: FileRepository,
     @Inject(ResponseRepository) private readonly responses: ResponseRepository,
+    @Inject(ArchiveRepository) private readonly archives: ArchiveRepository,
     @Inject(StorageClient) private readonly storage: StorageClient,
     @Inject(PurgeProducer) private readonly purges: PurgeProducer,
     @Inject(LOGGER) private readonly logger: AppLogger,
@@ -56,6 +57,9 @@ export class PurgeService {
       code: 'interrupted',
       message: 'The gateway running this response stopped before its agent finished.',
     });
+    // An archive row a request created while its session was being deleted: release it like the delete would have.
+    const orphanedArchives = await this.prisma.$transaction(async (tx) => this.objects.release(tx, await this.archives.deleteOfDeletedSessions(tx)));
+    await this.purges.enqueue(orphanedArchives);
     const pruned = await this.objects.pruneTombstones(new Date(Date.now() - tombstoneRetentionSeconds * 1000));
     if (expired || lost.length || reclaimed.length || interrupted || pruned) this.logger.info({ expired, requeued: lost.length, reclaimed: reclaimed.length, interrupted, pruned }, 'sweep');
     return { expired, requeued: lost.length, reclaimed: reclaimed.length, interrupted, pruned };
