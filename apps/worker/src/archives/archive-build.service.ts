@@ -96,11 +96,11 @@ export class ArchiveBuildService {
   }
 
   private async writeZip(archive: ArchiveBuild, storageKey: string, progress: Progress): Promise<{ manifest: Manifest; bytes: number; sha256: string }> {
-    const zip = this.zipWriter.open();
+    const zip = this.zipWriter.open({ onBytes: (count) => (progress.bytesDone += count), onEntryDone: () => (progress.filesDone += 1) });
     const upload = this.storage.putObject(storageKey, zip.output, { maxBytes: this.config.ARCHIVE_MAX_BYTES, contentType: 'application/zip' });
     let manifest: Manifest;
     try {
-      manifest = await this.addEntries(archive, zip, progress);
+      manifest = await this.addEntries(archive, zip);
       zip.end();
     } catch (error) {
       zip.fail(error);
@@ -112,7 +112,7 @@ export class ArchiveBuildService {
   }
 
   /** Adds every artifact, oldest first, hashing the manifest on the way; sources open when the writer reaches them. */
-  private async addEntries(archive: ArchiveBuild, zip: ZipStream, progress: Progress): Promise<Manifest> {
+  private async addEntries(archive: ArchiveBuild, zip: ZipStream): Promise<Manifest> {
     const hasher = new ManifestHasher();
     const names = new EntryNameAllocator();
     let afterSeq: bigint | undefined;
@@ -124,12 +124,7 @@ export class ArchiveBuildService {
         zip.add({
           name: names.allocate(file.filename),
           options: zipEntryOptions(file),
-          open: async () => {
-            const object = await this.storage.getObject(storageKey);
-            object.body.on('data', (chunk: Buffer) => (progress.bytesDone += chunk.length));
-            object.body.once('end', () => (progress.filesDone += 1));
-            return object.body;
-          },
+          open: async () => (await this.storage.getObject(storageKey)).body,
         });
       }
       if (!page.hasMore) return hasher.digest();
