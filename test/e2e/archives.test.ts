@@ -175,6 +175,26 @@ describe('session archives', () => {
     expect(await archiveObjectKeys(session.id)).toHaveLength(1);
   });
 
+  it('drops the archive with an artifact or a container deleted from the session: no stale copy of their bytes is kept', async () => {
+    const session = await newSession();
+    const doomed = await containerUpload(session.container_id, 'doomed.txt', 'doomed\n', { type: 'text/plain' });
+    await containerUpload(session.container_id, 'kept.txt', 'kept\n', { type: 'text/plain' });
+    expect((await fetchArchive(session.id)).res.status).toBe(200);
+    const [first] = await archiveObjectKeys(session.id);
+    expect((await api('DELETE', `/v1/containers/${session.container_id}/files/${doomed.id}`)).status).toBe(200);
+    expect(await archiveObjectKeys(session.id)).toEqual([]);
+    await pollUntil(async () => !(await objectExists(first!)), 'archive holding a deleted artifact purged', 20_000);
+    const after = (await fetchArchive(session.id)).res;
+    expect(centralDirectory(after.body).map((entry) => entry.name)).toEqual(['kept.txt']);
+
+    const [second] = await archiveObjectKeys(session.id);
+    expect((await api('DELETE', `/v1/containers/${session.container_id}`)).status).toBe(200);
+    expect(await archiveObjectKeys(session.id)).toEqual([]);
+    await pollUntil(async () => !(await objectExists(second!)), 'archive of a deleted container purged', 20_000);
+    const empty = (await fetchArchive(session.id)).res;
+    expect(empty.body.length).toBe(22);
+  });
+
   it('is 404 for another principal, with the body of a missing session', async () => {
     const session = await newSession();
     await containerUpload(session.container_id, 'secret.txt', 'secret bytes\n', { type: 'text/plain' });

@@ -83,8 +83,9 @@ export class SessionRepository {
   }
 
   /**
-   * Deletes a container and its files. If it was its session's current container the session gets a
-   * fresh empty one (`replacementId`) in the same transaction. Returns the object ids to release.
+   * Deletes a container and its files, and the session's archives (they hold those files' bytes). If it
+   * was its session's current container the session gets a fresh empty one (`replacementId`) in the same
+   * transaction. Returns the object ids to release.
    */
   async markContainerDeleted(tx: Tx, principalId: string, id: string, replacementId: string): Promise<string[] | null> {
     const container = await this.findContainerForOwner(principalId, id, tx);
@@ -96,7 +97,8 @@ export class SessionRepository {
       await tx.container.create({ data: { id: replacementId, principalId, sessionId: container.sessionId }, select: { id: true } });
       await tx.session.update({ where: { id: container.sessionId }, data: { currentContainerId: replacementId } });
     }
-    return this.deleteFiles(tx, { containerId: id, principalId, deletedAt: null }, now);
+    const fileObjects = await this.deleteFiles(tx, { containerId: id, principalId, deletedAt: null }, now);
+    return [...fileObjects, ...(await this.archives.deleteForSession(tx, principalId, container.sessionId))];
   }
 
   private async deleteFiles(tx: Tx, where: Prisma.ContainerFileWhereInput, now: Date): Promise<string[]> {
