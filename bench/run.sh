@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # `npm run bench [-- SIZES]`: the transfer benchmark (gateway vs direct S3). Not part of `npm test`.
+# `npm run bench:archive [-- SIZES]` (bash bench/run.sh archive [SIZES]): the archive benchmark
+#   (bench/archive.bench.mjs: worker build vs reading every object from S3; default 100MiB,1GiB of 1,000 files).
 #   bash bench/run.sh                 # 100MiB and 1GiB (default), writes docs/benchmarks.md
 #   BENCH_SIZES=16MiB bash bench/run.sh   # quick run; docs/benchmarks.md is left alone
 #   bash bench/run.sh preview         # the preview benchmark (bench/preview.bench.mjs)
@@ -61,5 +63,9 @@ if [[ "${1:-}" == preview ]]; then
   shift
   bash infra/local/preview-tools.sh >/dev/null
   exec node bench/preview.bench.mjs "$@"
+fi
+if [[ "${1:-}" == archive ]]; then
+  shift
+  exec node bench/archive.bench.mjs "$@"
 fi
 exec node bench/transfer.bench.mjs "$@"

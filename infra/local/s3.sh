@@ -520,6 +520,13 @@ do_start() {
     stop_daemons client.rgw.a
   fi
   if s3_answers && ! pid_of client.rgw.a >/dev/null; then
+    # Another checkout's server (a git worktree of this repo, say): use it when it takes our keys.
+    if [[ "$(s3_py get-service)" == 200* ]]; then
+      log "an S3 server at $ENDPOINT, started elsewhere, accepts our access key; using it"
+      local res; res="$(s3_py head-bucket)"
+      if [[ "${res%% *}" == 404 ]]; then res="$(s3_py put-bucket)"; [[ "${res%% *}" == 200 ]] || die "PUT bucket '$S3_BUCKET': $res"; fi
+      return 0
+    fi
     die "port $S3_PORT already answers HTTP but not our radosgw (state $STATE); set S3_PORT or stop the other server"
   fi
 

@@ -1,10 +1,15 @@
+import { BullModule } from '@nestjs/bullmq';
 import { type MiddlewareConsumer, Module, type NestModule } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { APP_CONFIG, currentRequestId, PlatformIoModule, platformHealth, type GatewayConfig } from '@app/common';
+import { QUEUE } from '@app/contracts';
 import { DbModule, PrismaService } from '@app/db';
 import { AgentRegistry } from './agents/agent-registry';
 import { HttpAgent } from './agents/http.agent';
 import { ReportAgent } from './agents/report.agent';
+import { ArchiveProducer } from './archives/archive.producer';
+import { ArchivesController } from './archives/archives.controller';
+import { ArchivesService } from './archives/archives.service';
 import { ApiKeyGuard, ApiKeyMiddleware, BootstrapKeys } from './auth/auth';
 import { ArtifactWriter } from './containers/artifact-writer.service';
 import { ContainerFilesService } from './containers/container-files.service';
@@ -40,8 +45,9 @@ function agentRegistry(config: GatewayConfig): AgentRegistry {
     DbModule,
     PlatformIoModule.forRoot({ failFastOnRedisDown: true }),
     platformHealth(PrismaService),
+    BullModule.registerQueue({ name: QUEUE.archive }),
   ],
-  controllers: [LimitsController, OpenApiController, FilesController, SessionsController, ContainersController, PreviewsController, ResponsesController],
+  controllers: [LimitsController, OpenApiController, FilesController, SessionsController, ContainersController, PreviewsController, ResponsesController, ArchivesController],
   providers: [
     { provide: APP_GUARD, useClass: ApiKeyGuard },
     BootstrapKeys,
@@ -58,6 +64,8 @@ function agentRegistry(config: GatewayConfig): AgentRegistry {
     ResponseMetrics,
     ResponsesService,
     PreviewsService,
+    ArchiveProducer,
+    ArchivesService,
     { provide: AgentRegistry, useFactory: agentRegistry, inject: [APP_CONFIG] },
   ],
 })

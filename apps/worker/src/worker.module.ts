@@ -3,6 +3,8 @@ import { PlatformIoModule, platformHealth, READINESS_DETAILS } from '@app/common
 import { DbModule, PrismaService } from '@app/db';
 import { PreviewConverters } from './previews/preview-converters.provider';
 import { PreviewsModule } from './previews/previews.module';
+import { ArchivesModule } from './archives/archives.module';
+import { JobMetricsModule } from './jobs/job-metrics';
 import { PurgeProcessor } from './purge/purge.processor';
 import { PurgeService } from './purge/purge.service';
 
@@ -13,7 +15,7 @@ const converterReport = {
 };
 
 @Module({
-  imports: [DbModule, PlatformIoModule.forRoot({ failFastOnRedisDown: false }), PreviewsModule, platformHealth(PrismaService, { details: [converterReport], checks: { inject: [PreviewConverters], build: (converters: PreviewConverters) => [{ name: 'preview-converters', check: () => converters.checkedOnce() }] } })],
+  imports: [DbModule, PlatformIoModule.forRoot({ failFastOnRedisDown: false }), JobMetricsModule, PreviewsModule, ArchivesModule, platformHealth(PrismaService, { details: [converterReport], checks: { inject: [PreviewConverters], build: (converters: PreviewConverters) => [{ name: 'preview-converters', check: () => converters.checkedOnce() }] } })],
   providers: [PurgeService, PurgeProcessor],
 })
 export class WorkerModule {}

@@ -3,3 +3,4 @@ export * from './ids';
 export * from './queues';
 export * from './storage-api';
 export * from './preview-types';
+export * from './archive-manifest';

@@ -5,6 +5,8 @@
 export const QUEUE = {
   purge: 'purge',
   preview: 'preview',
+  /** Its own queue: a many-gigabyte archive build must not hold up purges. */
+  archive: 'archive',
 } as const;
 
 export const JOB = {
@@ -14,6 +16,8 @@ export const JOB = {
   sweep: 'sweep',
   /** Convert one source to PDF for a previews row (PENDING) and store the result. */
   convertPreview: 'convert-preview',
+  /** Build the ZIP of one archive row (a session's artifacts for one manifest) into the bucket. */
+  buildArchive: 'build-archive',
 } as const;
 
 export interface PurgeObjectPayload {
@@ -30,15 +34,22 @@ export interface ConvertPreviewPayload {
   requestId?: string;
 }
 
+export interface BuildArchivePayload {
+  archiveId: string;
+  requestId?: string;
+}
+
 export interface JobPayloads {
   [JOB.purgeObject]: PurgeObjectPayload;
   [JOB.sweep]: SweepPayload;
   [JOB.convertPreview]: ConvertPreviewPayload;
+  [JOB.buildArchive]: BuildArchivePayload;
 }
 
 export const JOB_NAMES_BY_QUEUE = {
   [QUEUE.purge]: [JOB.purgeObject, JOB.sweep],
   [QUEUE.preview]: [JOB.convertPreview],
+  [QUEUE.archive]: [JOB.buildArchive],
 } as const;
 
 /** Deterministic job ids make a second enqueue of the same work a no-op while the first is pending. */
@@ -68,4 +79,23 @@ export const PREVIEW_JOB_OPTIONS = {
   backoff: { type: 'exponential', delay: 1_000 },
   removeOnComplete: { age: 3_600, count: 10_000 },
   removeOnFail: { age: 24 * 3_600 },
+} as const;
+
+/**
+ * One job per session and exact set of artifacts (the manifest hash): a second request for the same
+ * archive while the build is queued or running adds nothing. BullMQ job ids cannot contain ':'.
+ */
+export function archiveJobId(sessionId: string, manifestHash: string): string {
+  return `archive-${sessionId}-${manifestHash}`;
+}
+
+/**
+ * Finished jobs are removed at once, so the id is free again if the same manifest comes back later
+ * (an artifact added, then deleted). What a build did is recorded in its Postgres row, not in Redis.
+ */
+export const ARCHIVE_JOB_OPTIONS = {
+  attempts: 3,
+  backoff: { type: 'exponential', delay: 5_000 },
+  removeOnComplete: true,
+  removeOnFail: true,
 } as const;

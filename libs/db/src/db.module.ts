@@ -1,6 +1,7 @@
 import { Global, Inject, Injectable, Module, type OnModuleDestroy } from '@nestjs/common';
 import { APP_CONFIG } from '@app/common/config/config.module';
 import { PrismaService } from './prisma.service';
+import { ArchiveRepository } from './repositories/archive.repository';
 import { ContainerFileRepository } from './repositories/container-file.repository';
 import { FileRepository } from './repositories/file.repository';
 import { PreviewRepository } from './repositories/preview.repository';
@@ -36,7 +37,8 @@ const repository = <T>(type: new (prisma: PrismaService) => T) => ({ provide: ty
     repository(ContainerFileRepository),
     repository(ResponseRepository),
     repository(PreviewRepository),
+    repository(ArchiveRepository),
   ],
-  exports: [PrismaService, StoredObjectRepository, PrincipalRepository, FileRepository, SessionRepository, ContainerFileRepository, ResponseRepository, PreviewRepository],
+  exports: [PrismaService, StoredObjectRepository, PrincipalRepository, FileRepository, SessionRepository, ContainerFileRepository, ResponseRepository, PreviewRepository, ArchiveRepository],
 })
 export class DbModule {}

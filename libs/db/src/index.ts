@@ -7,5 +7,6 @@ export * from './repositories/session.repository';
 export * from './repositories/container-file.repository';
 export * from './repositories/response.repository';
 export * from './repositories/preview.repository';
+export * from './repositories/archive.repository';
 export * from './db.module';
 export type { FilePurpose, ContainerFileSource, ResponseStatus, PreviewStatus } from './generated/client';

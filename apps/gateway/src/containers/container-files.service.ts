@@ -65,9 +65,9 @@ export class ContainerFilesService {
   async delete(principalId: string, containerId: string, id: string): Promise<void> {
     if (!isId('container', containerId) || !isId('file', id)) throw ApiError.notFound('container file');
     const released = await this.prisma.$transaction(async (tx) => {
-      const objectId = await this.containerFiles.markDeleted(tx, principalId, containerId, id);
-      if (!objectId) throw ApiError.notFound('container file');
-      return this.objects.release(tx, [objectId]);
+      const objectIds = await this.containerFiles.markDeleted(tx, principalId, containerId, id);
+      if (!objectIds) throw ApiError.notFound('container file');
+      return this.objects.release(tx, objectIds);
     });
     await this.purges.enqueue(released);
   }

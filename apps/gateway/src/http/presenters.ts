@@ -1,4 +1,4 @@
-import type { ContainerFileListing, ContainerRow, FileRow, ResponseRow, SessionRow } from '@app/db';
+import type { ArchiveRow, ContainerFileListing, ContainerRow, FileRow, ResponseRow, SessionRow } from '@app/db';
 
 const seconds = (date: Date) => Math.floor(date.getTime() / 1000);
 const PURPOSE_OUT: Record<string, string> = { fine_tune: 'fine-tune' };
@@ -108,5 +108,17 @@ export function presentResponse(response: ResponseRow, publicBaseUrl: string) {
     error: response.error,
     incomplete_details: null,
     metadata: response.metadata ?? {},
+  };
+}
+
+/** The 202 body of an archive still being built (PROFILE §7). */
+export function presentArchiveProgress(archive: ArchiveRow) {
+  return {
+    object: 'session.archive' as const,
+    status: 'in_progress' as const,
+    files_done: archive.filesDone,
+    files_total: archive.filesTotal,
+    bytes_done: Number(archive.bytesDone),
+    bytes_total: Number(archive.bytesTotal),
   };
 }

@@ -99,9 +99,40 @@ export const OPENAPI_DOCUMENT = {
     '/v1/sessions/{session_id}/files/archive': {
       get: {
         summary: 'Every artifact of the session as one ZIP',
-        description: 'Planned (session archives issue): this build answers 404 not_found.',
-        parameters: [idParam('session_id', 'sess')],
-        responses: { '200': { description: 'application/zip', content: { 'application/zip': { schema: { type: 'string', format: 'binary' } } } }, ...errors(401, 404) },
+        description:
+          'One entry per artifact, bytes identical to …/content; entry names are safe relative names, duplicates become `name (2).ext`, UTF-8 names carry the UTF-8 flag, ZIP64 where needed. ' +
+          'Built by the worker and cached for the exact set of artifacts: a new or deleted artifact makes the next request build anew. ' +
+          'While a build outlasts the wait the answer is 202 with its progress and `Retry-After`; ask again for the 200. An empty session gives a valid empty ZIP.',
+        parameters: [idParam('session_id', 'sess'), { name: 'Range', in: 'header', schema: { type: 'string' } }, { name: 'If-None-Match', in: 'header', schema: { type: 'string' } }],
+        responses: {
+          '200': {
+            description: 'The ZIP, with `Content-Disposition: attachment; filename="<session_id>.zip"`, nosniff, CSP sandbox, a strong ETag and Accept-Ranges.',
+            content: { 'application/zip': { schema: { type: 'string', format: 'binary' } } },
+          },
+          '202': {
+            description: 'Still being built; retry after `Retry-After` seconds.',
+            headers: { 'Retry-After': { schema: { type: 'integer' } } },
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  required: ['object', 'status', 'files_done', 'files_total', 'bytes_done', 'bytes_total'],
+                  properties: {
+                    object: { const: 'session.archive' },
+                    status: { const: 'in_progress' },
+                    files_done: { type: 'integer' },
+                    files_total: { type: 'integer' },
+                    bytes_done: { type: 'integer' },
+                    bytes_total: { type: 'integer' },
+                  },
+                },
+              },
+            },
+          },
+          '206': { description: 'One byte range of the ZIP.', content: { 'application/zip': { schema: { type: 'string', format: 'binary' } } } },
+          '304': { description: 'Not modified.' },
+          ...errors(401, 404, 416, 503),
+        },
       },
     },
     '/v1/containers': {
@@ -192,7 +223,7 @@ export const OPENAPI_DOCUMENT = {
         [416, 'Range not satisfiable'],
         [501, 'Preview unavailable'],
         [502, 'Preview failed'],
-        [503, 'A dependency is unavailable (service_unavailable, with Retry-After)'],
+        [503, 'A dependency is unavailable, or an archive build failed (service_unavailable, with Retry-After)'],
       ].map(([code, description]) => [`Error${code}`, errorResponse(String(description))]),
     ),
     schemas: {

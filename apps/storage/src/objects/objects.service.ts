@@ -41,7 +41,7 @@ export class ObjectsService implements OnModuleInit, OnModuleDestroy {
   }
 
   private async putNow(key: string, body: Readable, maxBytes: number, contentType?: string): Promise<StoredObjectReceipt> {
-    const cap = Math.min(maxBytes, this.config.UHP_MAX_FILE_BYTES);
+    const cap = Math.min(maxBytes, Math.max(this.config.UHP_MAX_FILE_BYTES, this.config.ARCHIVE_MAX_BYTES));
     const meter = new MeteringTransform(cap);
     const upload = this.s3.upload(key, meter, cap, contentType);
     // Piped by hand, not with pipeline(): a failed upload must not destroy the request's socket, or the

@@ -1,25 +1,22 @@
 import { InjectQueue, OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, type OnApplicationBootstrap } from '@nestjs/common';
 import type { Job, Queue } from 'bullmq';
-import { Counter, type Registry } from 'prom-client';
-import { APP_CONFIG, LOGGER, METRICS_REGISTRY, requestContext, type AppLogger, type WorkerConfig } from '@app/common';
+import { APP_CONFIG, LOGGER, requestContext, type AppLogger, type WorkerConfig } from '@app/common';
 import { JOB, JOB_NAMES_BY_QUEUE, QUEUE, SWEEP_JOB_ID, type PurgeObjectPayload } from '@app/contracts';
+import { JobMetrics } from '../jobs/job-metrics';
 import { PurgeService } from './purge.service';
 
 /** Consumer of the purge queue: purge-object jobs and the periodic sweep. */
 @Processor(QUEUE.purge)
 export class PurgeProcessor extends WorkerHost implements OnApplicationBootstrap {
-  private readonly jobs: Counter<'job' | 'outcome'>;
-
   constructor(
     @Inject(PurgeService) private readonly purge: PurgeService,
     @InjectQueue(QUEUE.purge) private readonly queue: Queue,
     @Inject(APP_CONFIG) private readonly config: WorkerConfig,
     @Inject(LOGGER) private readonly logger: AppLogger,
-    @Inject(METRICS_REGISTRY) registry: Registry,
+    @Inject(JobMetrics) private readonly jobs: JobMetrics,
   ) {
     super();
-    this.jobs = new Counter({ name: 'uhp_worker_jobs_total', help: 'Jobs handled by name and outcome', labelNames: ['job', 'outcome'] as const, registers: [registry] });
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -33,12 +30,12 @@ export class PurgeProcessor extends WorkerHost implements OnApplicationBootstrap
       switch (job.name) {
         case JOB.purgeObject: {
           const outcome = await this.purge.purgeObject((job.data as PurgeObjectPayload).objectId);
-          this.jobs.inc({ job: job.name, outcome });
+          this.jobs.count(job.name, outcome);
           return outcome;
         }
         case JOB.sweep: {
           const result = await this.purge.sweep(this.config.STALE_UPLOAD_SECONDS, this.config.TOMBSTONE_RETENTION_SECONDS);
-          this.jobs.inc({ job: job.name, outcome: 'done' });
+          this.jobs.count(job.name, 'done');
           return result;
         }
         default:
@@ -49,7 +46,7 @@ export class PurgeProcessor extends WorkerHost implements OnApplicationBootstrap
 
   @OnWorkerEvent('failed')
   onFailed(job: Job | undefined, error: Error): void {
-    this.jobs.inc({ job: job?.name ?? 'unknown', outcome: 'failed' });
+    this.jobs.count(job?.name ?? 'unknown', 'failed');
     this.logger.warn({ jobId: job?.id, job: job?.name, attempts: job?.attemptsMade, err: error }, 'job failed');
   }
 }

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LOGGER, PurgeProducer, StorageClient, type AppLogger } from '@app/common';
 import { PREVIEW_PIPELINE_VERSION } from '@app/contracts';
-import { FileRepository, PreviewRepository, PrismaService, ResponseRepository, StoredObjectRepository } from '@app/db';
+import { ArchiveRepository, FileRepository, PreviewRepository, PrismaService, ResponseRepository, StoredObjectRepository } from '@app/db';
 
 const EXPIRE_BATCH = 500;
 /** A PURGING object this old with no job in sight gets one (its enqueue was lost). */
@@ -20,6 +20,7 @@ export class PurgeService {
     @Inject(FileRepository) private readonly files: FileRepository,
     @Inject(ResponseRepository) private readonly responses: ResponseRepository,
     @Inject(PreviewRepository) private readonly previews: PreviewRepository,
+    @Inject(ArchiveRepository) private readonly archives: ArchiveRepository,
     @Inject(StorageClient) private readonly storage: StorageClient,
     @Inject(PurgeProducer) private readonly purges: PurgeProducer,
     @Inject(LOGGER) private readonly logger: AppLogger,
@@ -59,6 +60,9 @@ export class PurgeService {
       message: 'The gateway running this response stopped before its agent finished.',
     });
     const previews = await this.pruneOrphanPreviews();
+    // An archive row a request created while its session was being deleted: release it like the delete would have.
+    const orphanedArchives = await this.prisma.$transaction(async (tx) => this.objects.release(tx, await this.archives.deleteOfDeletedSessions(tx)));
+    await this.purges.enqueue(orphanedArchives);
     const pruned = await this.objects.pruneTombstones(new Date(Date.now() - tombstoneRetentionSeconds * 1000));
     if (expired || lost.length || reclaimed.length || interrupted || previews || pruned) this.logger.info({ expired, requeued: lost.length, reclaimed: reclaimed.length, interrupted, previews, pruned }, 'sweep');
     return { expired, requeued: lost.length, reclaimed: reclaimed.length, interrupted, previews, pruned };

@@ -68,6 +68,8 @@ export const gatewayConfigSchema = z.object({
   AGENT_CALLBACK_BASE_URL: z.url({ message: 'must be a URL' }).optional(),
   /** Wall-clock limit of one response's agent run; its task token expires with it. */
   AGENT_TIMEOUT_MS: integer(120_000, 1_000),
+  /** How long GET …/files/archive waits for a build before it answers 202 with the progress. */
+  ARCHIVE_WAIT_MS: integer(10_000, 0, 120_000),
 });
 
 export const storageConfigSchema = z.object({
@@ -87,6 +89,8 @@ export const storageConfigSchema = z.object({
   UHP_MAX_FILE_BYTES: integer(5 * GiB, 1),
   S3_PART_SIZE_BYTES: integer(16 * MiB, 5 * MiB, 5 * GiB),
   S3_UPLOAD_QUEUE_SIZE: integer(4, 1, 32),
+  /** Largest session archive the worker may store; the hard cap of a put is the larger of this and UHP_MAX_FILE_BYTES. */
+  ARCHIVE_MAX_BYTES: integer(64 * GiB, 1),
   /** Multipart uploads older than this were abandoned by a crash and are aborted by the sweeper. */
   STORAGE_ABANDONED_UPLOAD_SECONDS: integer(6 * 3600, 1),
   STORAGE_SWEEP_INTERVAL_MS: integer(10 * 60_000, 0),
@@ -121,6 +125,10 @@ export const workerConfigSchema = z.object({
   PREVIEW_WORK_DIR: z.string().min(1).optional(),
   /** Run converters in a network namespace with no interfaces (`unshare --net`). Turn off only where namespaces are unavailable. */
   PREVIEW_ISOLATE_NETWORK: boolean(true),
+  /** Archive builds in parallel per worker process; each holds one object stream in and one upload out. */
+  ARCHIVE_CONCURRENCY: integer(1, 1, 16),
+  /** Largest ZIP a build may write (set the same on the storage service); a larger session's build fails. */
+  ARCHIVE_MAX_BYTES: integer(64 * GiB, 1),
 });
 
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;

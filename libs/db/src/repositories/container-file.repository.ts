@@ -1,5 +1,6 @@
 import type { ContainerFileSource } from '../generated/client';
 import type { PrismaService, Tx } from '../prisma.service';
+import { ArchiveRepository } from './archive.repository';
 import { type Page, type PageQuery, seqCondition, toPage } from './paging';
 
 export interface ContainerFileRow {
@@ -66,7 +67,11 @@ export interface NewContainerFile {
 
 /** Container files: the artifacts of sessions. Every query takes the owning principal. */
 export class ContainerFileRepository {
-  constructor(private readonly prisma: PrismaService) {}
+  private readonly archives: ArchiveRepository;
+
+  constructor(private readonly prisma: PrismaService) {
+    this.archives = new ArchiveRepository(prisma);
+  }
 
   async create(tx: Tx, principalId: string, file: NewContainerFile): Promise<ContainerFileRow> {
     return toRow(await tx.containerFile.create({ data: { ...file, bytes: BigInt(file.bytes), principalId }, select: SELECT }));
@@ -108,11 +113,28 @@ export class ContainerFileRepository {
     return toPage(rows, limit);
   }
 
-  /** Marks one artifact deleted; returns its object id (to release) or null when it was not reachable. */
-  async markDeleted(tx: Tx, principalId: string, containerId: string, id: string): Promise<string | null> {
-    const file = await tx.containerFile.findFirst({ where: { id, containerId, principalId, ...LIVE }, select: { objectId: true } });
+  /**
+   * The same artifacts as listSessionArtifacts, in the same order, with what an archive build needs to
+   * read each one (its storage key).
+   */
+  async listSessionArtifactObjects(principalId: string, sessionId: string, afterSeq: bigint | undefined, limit: number): Promise<Page<ContainerFileRow>> {
+    const rows = await this.prisma.containerFile.findMany({
+      where: { principalId, sessionId, ...LISTED, ...(afterSeq === undefined ? {} : { seq: { gt: afterSeq } }) },
+      orderBy: { seq: 'asc' },
+      take: limit + 1,
+      select: SELECT,
+    });
+    return toPage(rows.map(toRow), limit);
+  }
+
+  /**
+   * Marks one artifact deleted, and removes its session's archives, which hold its bytes too. Returns
+   * the object ids to release, or null when the artifact was not reachable.
+   */
+  async markDeleted(tx: Tx, principalId: string, containerId: string, id: string): Promise<string[] | null> {
+    const file = await tx.containerFile.findFirst({ where: { id, containerId, principalId, ...LIVE }, select: { objectId: true, sessionId: true } });
     if (!file) return null;
     await tx.containerFile.update({ where: { id }, data: { deletedAt: new Date() } });
-    return file.objectId;
+    return [file.objectId, ...(await this.archives.deleteForSession(tx, principalId, file.sessionId))];
   }
 }

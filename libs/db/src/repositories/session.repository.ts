@@ -1,5 +1,6 @@
 import type { Prisma } from '../generated/client';
 import type { PrismaService, Tx } from '../prisma.service';
+import { ArchiveRepository } from './archive.repository';
 import { type Page, type PageQuery, seqCondition, toPage } from './paging';
 
 export interface SessionRow {
@@ -23,7 +24,11 @@ const CONTAINER_SELECT = { id: true, seq: true, sessionId: true, name: true, cre
 
 /** Sessions and their containers. Every query takes the owning principal. */
 export class SessionRepository {
-  constructor(private readonly prisma: PrismaService) {}
+  private readonly archives: ArchiveRepository;
+
+  constructor(private readonly prisma: PrismaService) {
+    this.archives = new ArchiveRepository(prisma);
+  }
 
   /** Creates a session with its first (current) container. */
   async create(tx: Tx, principalId: string, ids: { sessionId: string; containerId: string }, metadata: Prisma.InputJsonObject, containerName: string | null): Promise<{ session: SessionRow; container: ContainerRow }> {
@@ -46,13 +51,17 @@ export class SessionRepository {
     return toPage(rows, query.limit);
   }
 
-  /** Marks the session, its containers and their files deleted; returns the object ids to release. */
+  /**
+   * Marks the session, its containers and their files deleted and removes its archives; returns the
+   * object ids to release (the files' and the archives').
+   */
   async markDeleted(tx: Tx, principalId: string, id: string): Promise<string[] | null> {
     const now = new Date();
     const { count } = await tx.session.updateMany({ where: { id, principalId, deletedAt: null }, data: { deletedAt: now, currentContainerId: null } });
     if (count === 0) return null;
     await tx.container.updateMany({ where: { sessionId: id, principalId, deletedAt: null }, data: { deletedAt: now } });
-    return this.deleteFiles(tx, { sessionId: id, principalId, deletedAt: null }, now);
+    const fileObjects = await this.deleteFiles(tx, { sessionId: id, principalId, deletedAt: null }, now);
+    return [...fileObjects, ...(await this.archives.deleteForSession(tx, principalId, id))];
   }
 
   async findContainerForOwner(principalId: string, id: string, tx: Tx | PrismaService = this.prisma): Promise<ContainerRow | null> {
@@ -74,8 +83,9 @@ export class SessionRepository {
   }
 
   /**
-   * Deletes a container and its files. If it was its session's current container the session gets a
-   * fresh empty one (`replacementId`) in the same transaction. Returns the object ids to release.
+   * Deletes a container and its files, and the session's archives (they hold those files' bytes). If it
+   * was its session's current container the session gets a fresh empty one (`replacementId`) in the same
+   * transaction. Returns the object ids to release.
    */
   async markContainerDeleted(tx: Tx, principalId: string, id: string, replacementId: string): Promise<string[] | null> {
     const container = await this.findContainerForOwner(principalId, id, tx);
@@ -87,7 +97,8 @@ export class SessionRepository {
       await tx.container.create({ data: { id: replacementId, principalId, sessionId: container.sessionId }, select: { id: true } });
       await tx.session.update({ where: { id: container.sessionId }, data: { currentContainerId: replacementId } });
     }
-    return this.deleteFiles(tx, { containerId: id, principalId, deletedAt: null }, now);
+    const fileObjects = await this.deleteFiles(tx, { containerId: id, principalId, deletedAt: null }, now);
+    return [...fileObjects, ...(await this.archives.deleteForSession(tx, principalId, container.sessionId))];
   }
 
   private async deleteFiles(tx: Tx, where: Prisma.ContainerFileWhereInput, now: Date): Promise<string[]> {

@@ -92,7 +92,8 @@ export class StoredObjectRepository {
         DELETE FROM sessions s WHERE s.deleted_at < ${before}
            AND NOT EXISTS (SELECT 1 FROM containers c WHERE c.session_id = s.id)
            AND NOT EXISTS (SELECT 1 FROM container_files f WHERE f.session_id = s.id)
-           AND NOT EXISTS (SELECT 1 FROM responses r WHERE r.session_id = s.id)`);
+           AND NOT EXISTS (SELECT 1 FROM responses r WHERE r.session_id = s.id)
+           AND NOT EXISTS (SELECT 1 FROM archives a WHERE a.session_id = s.id)`);
       return tx.$executeRaw(Prisma.sql`
         DELETE FROM stored_objects o WHERE o.status = 'PURGED'
            AND NOT EXISTS (SELECT 1 FROM files f WHERE f.object_id = o.id)

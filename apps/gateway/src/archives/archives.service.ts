@@ -1,0 +1,88 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ApiError, APP_CONFIG, type GatewayConfig } from '@app/common';
+import { isId, ManifestHasher, type Manifest } from '@app/contracts';
+import { ArchiveRepository, ContainerFileRepository, SessionRepository, type ArchiveRow } from '@app/db';
+import { DownloadService } from '../downloads/download.service';
+import { presentArchiveProgress } from '../http/presenters';
+import { ArchiveProducer } from './archive.producer';
+
+/** Artifact rows read per query while hashing a session's manifest. */
+const MANIFEST_BATCH = 1_000;
+/** How often a waiting request looks at the archive row. */
+const POLL_INTERVAL_MS = 200;
+/** What a 202 asks the client to wait before it asks again. */
+const RETRY_AFTER_SECONDS = 2;
+
+/**
+ * GET /v1/sessions/{sid}/files/archive (PROFILE §7). The archive is named by the session's manifest
+ * (the exact set of artifacts, hashed): a ready one is served at once like any download; otherwise the
+ * build is queued (once per manifest), awaited up to ARCHIVE_WAIT_MS, and else answered 202 with its
+ * progress. A new or deleted artifact changes the manifest, so the next request builds anew.
+ */
+@Injectable()
+export class ArchivesService {
+  constructor(
+    @Inject(SessionRepository) private readonly sessions: SessionRepository,
+    @Inject(ContainerFileRepository) private readonly containerFiles: ContainerFileRepository,
+    @Inject(ArchiveRepository) private readonly archives: ArchiveRepository,
+    @Inject(ArchiveProducer) private readonly producer: ArchiveProducer,
+    @Inject(DownloadService) private readonly downloads: DownloadService,
+    @Inject(APP_CONFIG) private readonly config: GatewayConfig,
+  ) {}
+
+  async send(req: Request, res: Response, principalId: string, sessionId: string): Promise<void> {
+    if (!isId('session', sessionId) || !(await this.sessions.findForOwner(principalId, sessionId))) throw ApiError.notFound('session');
+    const manifest = await this.manifestOf(principalId, sessionId);
+    let archive = await this.archives.findForManifest(principalId, sessionId, manifest.hash);
+    if (archive?.status !== 'ready') {
+      archive = await this.archives.requestBuild(principalId, sessionId, manifest);
+      if (!archive) throw ApiError.notFound('session');
+      if (archive.status !== 'ready') {
+        await this.producer.enqueue(sessionId, manifest.hash, archive.id);
+        archive = await this.waitForBuild(req, principalId, sessionId, archive);
+      }
+    }
+    if (archive.status === 'ready' && archive.object) {
+      const { object } = archive;
+      await this.downloads.send(req, res, { storageKey: object.storageKey, sha256: object.sha256 ?? archive.id, bytes: object.bytes, contentType: 'application/zip', filename: `${sessionId}.zip` });
+      return;
+    }
+    if (archive.status === 'failed') throw new ApiError('service_unavailable', 'The archive could not be built; a new request tries again.', null, { 'retry-after': String(RETRY_AFTER_SECONDS) });
+    res.status(202).setHeader('retry-after', String(RETRY_AFTER_SECONDS)).setHeader('cache-control', 'no-store').json(presentArchiveProgress(archive));
+  }
+
+  /** The session's artifacts in listing order, hashed batch by batch: memory does not grow with the session. */
+  private async manifestOf(principalId: string, sessionId: string): Promise<Manifest> {
+    const hasher = new ManifestHasher();
+    let afterSeq: bigint | undefined;
+    for (;;) {
+      const page = await this.containerFiles.listSessionArtifacts(principalId, sessionId, afterSeq, MANIFEST_BATCH);
+      for (const file of page.items) hasher.add(file);
+      if (!page.hasMore) return hasher.digest();
+      afterSeq = page.items.at(-1)!.seq;
+    }
+  }
+
+  /**
+   * Polls the row until the build is ready or failed, the wait is over or the client hangs up. A row
+   * that vanishes was superseded (the artifacts changed under it): the last state seen is answered,
+   * and the client's next request builds the new manifest. A session deleted meanwhile is a 404.
+   */
+  private async waitForBuild(req: Request, principalId: string, sessionId: string, archive: ArchiveRow): Promise<ArchiveRow> {
+    const deadline = Date.now() + this.config.ARCHIVE_WAIT_MS;
+    let last = archive;
+    while (Date.now() < deadline && !req.destroyed) {
+      await sleep(Math.min(POLL_INTERVAL_MS, Math.max(0, deadline - Date.now())));
+      const current = await this.archives.findForManifest(principalId, sessionId, archive.manifestHash);
+      if (!current) {
+        if (!(await this.sessions.findForOwner(principalId, sessionId))) throw ApiError.notFound('session');
+        return last;
+      }
+      last = current;
+      if (current.status === 'ready' || current.status === 'failed') return current;
+    }
+    return last;
+  }
+}

@@ -1,0 +1,376 @@
+#!/usr/bin/env node
+/**
+ * Archive benchmark: the worker's build of a session archive (every artifact streamed from S3 through
+ * the storage service into a ZIP streamed back into S3) against the floor of simply reading every one
+ * of those objects from the same S3 server in sequence (GetObject, body read to the end), in one run.
+ * Prints build time / floor and the worker's peak RSS; writes the figures into docs/benchmarks.md.
+ *
+ *   node bench/archive.bench.mjs [SIZES]     (normally `npm run bench:archive`, i.e. bench/run.sh archive)
+ *
+ * SIZES / BENCH_ARCHIVE_SIZES: session totals, comma-separated (default "100MiB,1GiB").
+ * BENCH_ARCHIVE_FILES: artifacts per session (default 1000), sizes mixed (a few large, many small).
+ * BENCH_WRITE_DOCS: 1 always writes docs/benchmarks.md, 0 never; default: only when a size ≥ 1 GiB ran.
+ * BENCH_DOCS_FILE, BENCH_PORT_BASE (default 19080; storage +1, worker +2), BENCH_DATABASE_URL,
+ * BENCH_BUCKET (default uhp-bench), BENCH_REDIS_URL (default redis db 4), BENCH_SERVICE_ENV,
+ * BENCH_NODE_ARGS: as for bench/transfer.bench.mjs.
+ *
+ * A measurement, not a test: it exits non-zero only when a build fails or its ZIP is wrong.
+ */
+import { spawn } from 'node:child_process';
+import { createCipheriv, createHash, randomUUID } from 'node:crypto';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { Agent } from 'node:http';
+import { cpus, totalmem } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { CreateBucketCommand, DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import pg from 'pg';
+
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const LOG_DIR = join(ROOT, 'bench', 'results', 'logs');
+const DOCS_FILE = process.env.BENCH_DOCS_FILE ?? join(ROOT, 'docs', 'benchmarks.md');
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+const MB = 1e6;
+
+const PORT_BASE = Number(process.env.BENCH_PORT_BASE ?? 19080);
+const API_KEY = 'sk_bench_0123456789abcdef';
+const FILES = Number(process.env.BENCH_ARCHIVE_FILES ?? 1000);
+const S3 = {
+  endpoint: process.env.S3_ENDPOINT ?? 'http://127.0.0.1:7480',
+  region: process.env.S3_REGION ?? 'us-east-1',
+  accessKeyId: process.env.S3_ACCESS_KEY_ID ?? 'uhp-dev-access',
+  secretAccessKey: process.env.S3_SECRET_ACCESS_KEY ?? 'uhp-dev-secret-key-0123456789',
+  bucket: process.env.BENCH_BUCKET ?? 'uhp-bench',
+};
+const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/uhp_bench';
+const SERVICE_ENV = {
+  HOST: '127.0.0.1',
+  PORT: String(PORT_BASE),
+  STORAGE_PORT: String(PORT_BASE + 1),
+  WORKER_PORT: String(PORT_BASE + 2),
+  STORAGE_URL: `http://127.0.0.1:${PORT_BASE + 1}`,
+  STORAGE_TOKEN: 'bench-storage-token-0123456789abcdef',
+  DATABASE_URL,
+  REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/4',
+  S3_ENDPOINT: S3.endpoint,
+  S3_REGION: S3.region,
+  S3_BUCKET: S3.bucket,
+  S3_ACCESS_KEY_ID: S3.accessKeyId,
+  S3_SECRET_ACCESS_KEY: S3.secretAccessKey,
+  UHP_API_KEYS: `bench=${API_KEY}`,
+  UHP_PUBLIC_BASE_URL: `http://127.0.0.1:${PORT_BASE}`,
+  // The build is timed from the database row, not from a waiting request.
+  ARCHIVE_WAIT_MS: '0',
+  LOG_LEVEL: 'warn',
+  ...Object.fromEntries(
+    (process.env.BENCH_SERVICE_ENV ?? '')
+      .split(',')
+      .filter((kv) => kv.includes('='))
+      .map((kv) => [kv.slice(0, kv.indexOf('=')).trim(), kv.slice(kv.indexOf('=') + 1).trim()]),
+  ),
+};
+const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+const SERVICES = ['storage', 'gateway', 'worker'];
+const PORT_OF = { gateway: PORT_BASE, storage: PORT_BASE + 1, worker: PORT_BASE + 2 };
+
+function parseSize(text) {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text);
+  const units = { '': 1, b: 1, k: 1024, kib: 1024, m: MiB, mib: MiB, g: GiB, gib: GiB };
+  const unit = m ? units[m[2].toLowerCase()] : undefined;
+  if (!m || unit === undefined) throw new Error(`bad size "${text}" (use e.g. 100MiB, 1GiB)`);
+  return { label: text.trim(), bytes: Math.round(Number(m[1]) * unit) };
+}
+const sizes = (process.argv[2] ?? process.env.BENCH_ARCHIVE_SIZES ?? '100MiB,1GiB').split(',').filter((s) => s.trim()).map(parseSize);
+
+// ------------------------------------------------------------------ data ---
+/**
+ * FILES sizes summing to `total`: weights 1/(i+1) give a few large files and a long tail of small ones
+ * (at 1 GiB over 1,000 files: 140 MiB down to about 140 KiB). Every 5th file is text (deflated), the
+ * rest binary of several types (stored), so both paths of the writer run.
+ */
+function artifactPlan(total) {
+  const weights = Array.from({ length: FILES }, (_, i) => 1 / (i + 1));
+  const sum = weights.reduce((a, b) => a + b, 0);
+  const sizes = weights.map((w) => Math.floor((w / sum) * total));
+  sizes[0] += total - sizes.reduce((a, b) => a + b, 0);
+  const kinds = [
+    ['bin', 'application/octet-stream'],
+    ['png', 'image/png'],
+    ['pdf', 'application/pdf'],
+    ['zip', 'application/zip'],
+    ['txt', 'text/plain'],
+  ];
+  // Interleave large and small so the build does not meet all the big ones first.
+  return sizes.map((bytes, i) => ({ bytes, index: i, kind: kinds[i % kinds.length] })).sort((a, b) => ((a.index * 7919) % FILES) - ((b.index * 7919) % FILES));
+}
+
+const KEY = Buffer.alloc(32, 7);
+/** Deterministic incompressible bytes (AES-CTR keystream), or compressible text. */
+function makeData(bytes, seed, text) {
+  if (text) {
+    const line = Buffer.from(`line ${seed}: the quick brown fox jumps over the lazy dog; ${'lorem ipsum '.repeat(4)}\n`);
+    return Buffer.alloc(bytes, line);
+  }
+  const iv = Buffer.alloc(16);
+  iv.writeUInt32BE(seed);
+  return createCipheriv('aes-256-ctr', KEY, iv).update(Buffer.alloc(bytes));
+}
+
+// ------------------------------------------------------------------ processes ---
+const children = new Map();
+
+async function startServices() {
+  mkdirSync(LOG_DIR, { recursive: true });
+  for (const name of SERVICES) {
+    const logFile = join(LOG_DIR, `archive-${name}.log`);
+    const log = createWriteStream(logFile, { flags: 'w' });
+    const child = spawn(process.execPath, ['--enable-source-maps', ...NODE_ARGS, join(ROOT, 'dist/apps', name, 'src/main.js')], { cwd: ROOT, env: { ...process.env, ...SERVICE_ENV }, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.pipe(log);
+    child.stderr.pipe(log);
+    children.set(name, child);
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}; see ${logFile}`);
+      try {
+        if ((await fetch(`http://127.0.0.1:${PORT_OF[name]}/readyz`)).ok) break;
+      } catch {
+        // not yet
+      }
+      if (Date.now() > deadline) throw new Error(`${name} not ready within 60 s; see ${logFile}`);
+      await sleep(250);
+    }
+  }
+}
+
+async function stopServices() {
+  await Promise.all(
+    [...children.values()].map(async (child) => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((done) => child.once('exit', done));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    }),
+  );
+}
+process.once('exit', () => {
+  for (const child of children.values()) if (child.exitCode === null) child.kill('SIGKILL');
+});
+
+/** kB → bytes of one field of /proc/<pid>/status. */
+function statusBytes(pid, field) {
+  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) * 1024 : 0;
+}
+
+// ------------------------------------------------------------------ S3 and the database ---
+const s3 = new S3Client({
+  endpoint: S3.endpoint,
+  region: S3.region,
+  forcePathStyle: true,
+  credentials: { accessKeyId: S3.accessKeyId, secretAccessKey: S3.secretAccessKey },
+  requestChecksumCalculation: 'WHEN_REQUIRED',
+  responseChecksumValidation: 'WHEN_REQUIRED',
+  requestHandler: { httpAgent: new Agent({ keepAlive: true, maxSockets: 16 }) },
+});
+const db = new pg.Pool({ connectionString: DATABASE_URL, max: 4 });
+
+async function ensureEmptyBucket() {
+  try {
+    await s3.send(new CreateBucketCommand({ Bucket: S3.bucket }));
+  } catch (error) {
+    if (error?.name !== 'BucketAlreadyOwnedByYou' && error?.name !== 'BucketAlreadyExists') throw error;
+  }
+  let token;
+  do {
+    const page = await s3.send(new ListObjectsV2Command({ Bucket: S3.bucket, ContinuationToken: token }));
+    const keys = (page.Contents ?? []).map((o) => ({ Key: o.Key }));
+    if (keys.length) await s3.send(new DeleteObjectsCommand({ Bucket: S3.bucket, Delete: { Objects: keys, Quiet: true } }));
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token);
+}
+
+async function api(method, path, body) {
+  const res = await fetch(`http://127.0.0.1:${PORT_BASE}${path}`, { method, headers: { authorization: `Bearer ${API_KEY}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined });
+  return res;
+}
+
+/**
+ * A session through the API, its artifacts written the fast way: bytes straight into the bucket and
+ * rows into Postgres exactly as the gateway writes them (the upload path is the transfer benchmark's).
+ */
+async function makeSession(total) {
+  const session = await (await api('POST', '/v1/sessions', {})).json();
+  const { rows } = await db.query('SELECT principal_id::text FROM sessions WHERE id = $1', [session.id]);
+  const principalId = rows[0].principal_id;
+  const plan = artifactPlan(total);
+  const keys = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < plan.length) {
+      const item = plan[next++];
+      const text = item.kind[0] === 'txt';
+      const data = makeData(item.bytes, item.index, text);
+      const key = `objects/${randomUUID()}`;
+      await s3.send(new PutObjectCommand({ Bucket: S3.bucket, Key: key, Body: data }));
+      const sha256 = createHash('sha256').update(data).digest('hex');
+      const object = await db.query(`INSERT INTO stored_objects (id, principal_id, storage_key, status, bytes, sha256, ref_count) VALUES (gen_random_uuid(), $1, $2, 'READY', $3, $4, 1) RETURNING id::text`, [principalId, key, item.bytes, sha256]);
+      item.row = { key, objectId: object.rows[0].id, sha256 };
+      keys.push(key);
+    }
+  };
+  await Promise.all([worker(), worker(), worker(), worker()]);
+  // Rows in plan order, so the archive's order (seq) is the plan's.
+  for (const [i, item] of plan.entries()) {
+    const id = `file_${randomUUID().replace(/-/g, '').slice(0, 24)}`;
+    await db.query(
+      `INSERT INTO container_files (id, principal_id, session_id, container_id, object_id, filename, bytes, content_type, sha256, source) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'user')`,
+      [id, principalId, session.id, session.container_id, item.row.objectId, `artifact-${String(i).padStart(4, '0')}.${item.kind[0]}`, item.bytes, item.kind[1], item.row.sha256],
+    );
+  }
+  return { session, keys: plan.map((item) => item.row.key), plan };
+}
+
+/** The floor: every object read from S3 in sequence, body read to the end. */
+async function readAllFromS3(keys) {
+  const started = performance.now();
+  let bytes = 0;
+  for (const key of keys) {
+    const out = await s3.send(new GetObjectCommand({ Bucket: S3.bucket, Key: key }));
+    for await (const chunk of out.Body) bytes += chunk.length;
+  }
+  return { seconds: (performance.now() - started) / 1000, bytes };
+}
+
+/** Asks for the archive (202 at once: ARCHIVE_WAIT_MS=0) and times the build until its row is ready, sampling the worker's RSS. */
+async function buildArchive(sessionId) {
+  const workerPid = children.get('worker').pid;
+  const idleRss = statusBytes(workerPid, 'VmRSS');
+  let peakRss = idleRss;
+  const sampler = setInterval(() => {
+    peakRss = Math.max(peakRss, statusBytes(workerPid, 'VmRSS'));
+  }, 50);
+  const started = performance.now();
+  const first = await api('GET', `/v1/sessions/${sessionId}/files/archive`);
+  await first.arrayBuffer();
+  if (first.status !== 202) throw new Error(`expected 202 from the first archive request, got ${first.status}`);
+  let row;
+  for (;;) {
+    ({ rows: [row] } = await db.query(`SELECT a.status::text, a.error, o.bytes::text AS zip_bytes, EXTRACT(EPOCH FROM (a.completed_at - a.created_at))::float AS row_seconds FROM archives a LEFT JOIN stored_objects o ON o.id = a.object_id WHERE a.session_id = $1`, [sessionId]));
+    if (row?.status === 'ready') break;
+    if (row?.status === 'failed') throw new Error(`archive build failed: ${row.error}`);
+    await sleep(100);
+  }
+  const seconds = (performance.now() - started) / 1000;
+  clearInterval(sampler);
+  peakRss = Math.max(peakRss, statusBytes(workerPid, 'VmRSS'));
+  return { seconds, rowSeconds: row.row_seconds, zipBytes: Number(row.zip_bytes), idleRss, peakRss };
+}
+
+/** The archive's end record, read with a Range request through the gateway: the entry count must be FILES. */
+async function checkArchive(sessionId, zipBytes) {
+  const tail = Math.min(zipBytes, 64 * 1024);
+  const res = await fetch(`http://127.0.0.1:${PORT_BASE}/v1/sessions/${sessionId}/files/archive`, { headers: { authorization: `Bearer ${API_KEY}`, range: `bytes=${zipBytes - tail}-${zipBytes - 1}` } });
+  const buf = Buffer.from(await res.arrayBuffer());
+  if (res.status !== 206) throw new Error(`archive range: ${res.status}`);
+  const eocd = buf.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
+  const entries = buf.readUInt16LE(eocd + 10);
+  if (entries !== FILES) throw new Error(`archive holds ${entries} entries, expected ${FILES}`);
+}
+
+// ------------------------------------------------------------------ report ---
+const mb = (bytes) => `${(bytes / MB).toFixed(1)} MB`;
+
+function renderDocs(results, machine) {
+  const rows = results.map((r) => `| ${r.label} | ${FILES} | ${r.floorSeconds.toFixed(2)} s (${(r.bytes / MB / r.floorSeconds).toFixed(0)} MB/s) | ${r.build.seconds.toFixed(2)} s (${(r.bytes / MB / r.build.seconds).toFixed(0)} MB/s) | **${(r.build.seconds / r.floorSeconds).toFixed(2)}** | ${mb(r.build.zipBytes)} | ${mb(r.build.idleRss)} | ${mb(r.build.peakRss)} |`);
+  const ratios = results.map((r) => `${(r.build.seconds / r.floorSeconds).toFixed(2)} at ${r.label}`).join(', ');
+  const peaks = results.map((r) => `${mb(r.build.peakRss)} at ${r.label}`).join(', ');
+  const worst = Math.max(...results.map((r) => r.build.seconds / r.floorSeconds));
+  const maxPeak = Math.max(...results.map((r) => r.build.peakRss));
+  return `<!-- bench:archive:start (generated by bench/archive.bench.mjs) -->
+## Archive: worker build vs reading every object from S3
+
+Generated by \`npm run bench:archive\` (\`bash bench/run.sh archive\`, the script is \`bench/archive.bench.mjs\`) on
+${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}. Re-running the benchmark rewrites this section.
+
+**Machine:** ${machine}.
+
+**What is measured.** One run starts the three services from \`dist/\` (gateway :${PORT_BASE}, storage :${PORT_BASE + 1},
+worker :${PORT_BASE + 2}, \`ARCHIVE_WAIT_MS=0\`, LOG_LEVEL=warn). For each size it makes a session of ${FILES} artifacts
+(sizes falling as 1/(i+1), so a few large files and a long tail of small ones; every 5th file is text and is deflated,
+the rest are binary — .bin, .png, .pdf, .zip — and stored), bytes written straight into the bucket and rows into
+Postgres. Then:
+
+- **floor**: \`GetObject\` of every one of those objects from the same S3 server in sequence, body read to
+  the end (the mean of one read before and one after the build);
+- **build**: \`GET /v1/sessions/{sid}/files/archive\` (answered 202 at once), timed until the archive row is
+  \`ready\`: the worker streams each object from the storage service into the ZIP writer and the ZIP through
+  the storage service into a new S3 object (multipart upload).
+
+The worker's RSS (\`/proc/<pid>/status\` VmRSS) is sampled every 50 ms during the build. The ZIP's end record
+is read back with a Range request and must count ${FILES} entries.
+
+| session | files | floor (S3 reads) | build | build / floor | ZIP | worker RSS idle | worker RSS peak |
+|---|---:|---:|---:|---:|---:|---:|---:|
+${rows.join('\n')}
+
+**Reading** (targets: build ≤ 1.25 × floor; peak worker RSS < 200 MB and about the same at every size):
+
+- build / floor: ${ratios} — target ${worst <= 1.25 ? 'met' : 'missed'}.
+- peak worker RSS: ${peaks} — target < 200 MB ${maxPeak < 200 * MB ? 'met' : 'missed'}.
+<!-- bench:archive:end -->`;
+}
+
+function writeDocs(section) {
+  const text = existsSync(DOCS_FILE) ? readFileSync(DOCS_FILE, 'utf8') : '# Benchmarks\n';
+  const start = text.indexOf('<!-- bench:archive:start');
+  const endMarker = '<!-- bench:archive:end -->';
+  const end = text.indexOf(endMarker);
+  const next = start >= 0 && end > start ? text.slice(0, start) + section + text.slice(end + endMarker.length) : `${text.trimEnd()}\n\n${section}\n`;
+  writeFileSync(DOCS_FILE, next);
+}
+
+async function main() {
+  const machine = `${cpus().length} cores (${cpus()[0]?.model.trim()}), ${(totalmem() / GiB).toFixed(1)} GiB RAM, Node ${process.version}; S3: ${S3.endpoint}`;
+  await ensureEmptyBucket();
+  await startServices();
+  const results = [];
+  try {
+    for (const size of sizes) {
+      process.stderr.write(`bench: ${size.label}: writing ${FILES} artifacts ...\n`);
+      const { session, keys } = await makeSession(size.bytes);
+      const floorBefore = await readAllFromS3(keys);
+      process.stderr.write(`bench: ${size.label}: floor ${floorBefore.seconds.toFixed(2)} s; building ...\n`);
+      const build = await buildArchive(session.id);
+      const floorAfter = await readAllFromS3(keys);
+      await checkArchive(session.id, build.zipBytes);
+      const result = { label: size.label, bytes: size.bytes, floorSeconds: (floorBefore.seconds + floorAfter.seconds) / 2, build };
+      results.push(result);
+      console.log(
+        `${size.label}: floor ${floorBefore.seconds.toFixed(2)}/${floorAfter.seconds.toFixed(2)} s, build ${build.seconds.toFixed(2)} s (row ${build.rowSeconds.toFixed(2)} s), ` +
+          `build/floor ${(build.seconds / result.floorSeconds).toFixed(2)}, zip ${mb(build.zipBytes)}, worker RSS idle ${mb(build.idleRss)} peak ${mb(build.peakRss)}`,
+      );
+      await api('DELETE', `/v1/sessions/${session.id}`);
+    }
+  } finally {
+    await stopServices();
+    await db.end();
+  }
+  const write = process.env.BENCH_WRITE_DOCS === '1' || (process.env.BENCH_WRITE_DOCS !== '0' && sizes.some((s) => s.bytes >= GiB));
+  const section = renderDocs(results, machine);
+  if (write) {
+    writeDocs(section);
+    console.log(`wrote ${DOCS_FILE}`);
+  } else console.log(section);
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

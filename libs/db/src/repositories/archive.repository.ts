@@ -1,0 +1,149 @@
+import type { Manifest } from '@app/contracts';
+import { Prisma } from '../generated/client';
+import type { PrismaService, Tx } from '../prisma.service';
+
+export type ArchiveStatus = 'pending' | 'building' | 'ready' | 'failed';
+
+export interface ArchiveRow {
+  id: string;
+  sessionId: string;
+  manifestHash: string;
+  status: ArchiveStatus;
+  filesTotal: number;
+  bytesTotal: bigint;
+  filesDone: number;
+  bytesDone: bigint;
+  error: string | null;
+  createdAt: Date;
+  /** The ZIP in the bucket, once ready. */
+  object: { storageKey: string; bytes: bigint; sha256: string | null } | null;
+}
+
+/** What the worker needs to build an archive: the row names its owner, session and manifest. */
+export interface ArchiveBuild {
+  id: string;
+  principalId: string;
+  sessionId: string;
+  manifestHash: string;
+  status: ArchiveStatus;
+  filesTotal: number;
+  bytesTotal: bigint;
+}
+
+const SELECT = {
+  id: true,
+  sessionId: true,
+  manifestHash: true,
+  status: true,
+  filesTotal: true,
+  bytesTotal: true,
+  filesDone: true,
+  bytesDone: true,
+  error: true,
+  createdAt: true,
+  object: { select: { storageKey: true, bytes: true, sha256: true } },
+} as const;
+
+export type CompleteBuildOutcome = { outcome: 'ready'; released: string[] } | { outcome: 'session-gone' | 'superseded'; released: [] };
+
+/**
+ * Archives of sessions: one row per session and manifest. The gateway asks for one and reads its
+ * status; the worker builds it. Queries on user data take the owning principal.
+ */
+export class ArchiveRepository {
+  constructor(private readonly prisma: PrismaService) {}
+
+  async findForManifest(principalId: string, sessionId: string, manifestHash: string): Promise<ArchiveRow | null> {
+    return this.prisma.archive.findFirst({ where: { principalId, sessionId, manifestHash, session: { deletedAt: null } }, select: SELECT });
+  }
+
+  /**
+   * The archive of this manifest, created pending unless it exists; a failed one is pending again (a
+   * new request is a new try). Null when the session is not a live session of the principal.
+   */
+  async requestBuild(principalId: string, sessionId: string, manifest: Manifest): Promise<ArchiveRow | null> {
+    await this.prisma.$executeRaw(Prisma.sql`
+      INSERT INTO archives (id, principal_id, session_id, manifest_hash, files_total, bytes_total)
+      SELECT gen_random_uuid(), ${principalId}::uuid, s.id, ${manifest.hash}, ${manifest.filesTotal}, ${manifest.bytesTotal}
+        FROM sessions s
+       WHERE s.id = ${sessionId} AND s.principal_id = ${principalId}::uuid AND s.deleted_at IS NULL
+      ON CONFLICT (session_id, manifest_hash) DO UPDATE
+         SET status = 'pending', error = NULL, files_done = 0, bytes_done = 0, updated_at = now()
+       WHERE archives.status = 'failed'`);
+    return this.findForManifest(principalId, sessionId, manifest.hash);
+  }
+
+  /** For the worker, whose job carries only the archive id; the row itself names the principal. */
+  async findForBuild(id: string): Promise<ArchiveBuild | null> {
+    return this.prisma.archive.findUnique({
+      where: { id },
+      select: { id: true, principalId: true, sessionId: true, manifestHash: true, status: true, filesTotal: true, bytesTotal: true },
+    });
+  }
+
+  /** Starts (or restarts, after a crash or a failed try) a build; false when there is nothing to build. */
+  async claimForBuild(principalId: string, id: string): Promise<boolean> {
+    const { count } = await this.prisma.archive.updateMany({
+      where: { id, principalId, status: { in: ['pending', 'building', 'failed'] } },
+      data: { status: 'building', filesDone: 0, bytesDone: BigInt(0), error: null },
+    });
+    return count === 1;
+  }
+
+  async reportProgress(principalId: string, id: string, filesDone: number, bytesDone: number): Promise<void> {
+    await this.prisma.archive.updateMany({ where: { id, principalId, status: 'building' }, data: { filesDone, bytesDone: BigInt(bytesDone) } });
+  }
+
+  /**
+   * Keeps a finished build, inside the transaction that marks its object READY: only while the session
+   * is live (its row is locked, so a concurrent delete waits for us and then releases the archive too)
+   * and the archive row is still there. Older archives of the session are superseded: their rows go and
+   * their objects are released (ids returned, to purge after the commit).
+   */
+  async completeBuild(tx: Tx, principalId: string, id: string, sessionId: string, objectId: string, progress: { filesDone: number; bytesDone: number }): Promise<CompleteBuildOutcome> {
+    const live = await tx.$queryRaw<unknown[]>(Prisma.sql`
+      SELECT 1 FROM sessions WHERE id = ${sessionId} AND principal_id = ${principalId}::uuid AND deleted_at IS NULL FOR SHARE`);
+    if (live.length === 0) return { outcome: 'session-gone', released: [] };
+    const mine = await tx.archive.updateManyAndReturn({
+      where: { id, principalId, sessionId, status: 'building' },
+      data: { status: 'ready', objectId, filesDone: progress.filesDone, bytesDone: BigInt(progress.bytesDone), completedAt: new Date(), error: null },
+      select: { createdAt: true },
+    });
+    if (mine.length === 0) return { outcome: 'superseded', released: [] };
+    const stale = await tx.$queryRaw<{ objectId: string | null }[]>(Prisma.sql`
+      DELETE FROM archives
+       WHERE session_id = ${sessionId} AND principal_id = ${principalId}::uuid AND id <> ${id}::uuid AND created_at <= ${mine[0].createdAt}
+   RETURNING object_id::text AS "objectId"`);
+    return { outcome: 'ready', released: stale.flatMap((row) => (row.objectId ? [row.objectId] : [])) };
+  }
+
+  /** A build that gave up after its last try; the next request for it starts over. */
+  async markFailed(principalId: string, id: string, error: string): Promise<void> {
+    await this.prisma.archive.updateMany({ where: { id, principalId, status: { in: ['pending', 'building'] } }, data: { status: 'failed', error: error.slice(0, 1000) } });
+  }
+
+  /** A row whose manifest no longer matches its session, or whose session is gone, before it holds an object. */
+  async removeUnbuilt(principalId: string, id: string): Promise<void> {
+    await this.prisma.archive.deleteMany({ where: { id, principalId, objectId: null } });
+  }
+
+  /** With its session (same transaction): rows go, and their objects' ids are returned to release. */
+  async deleteForSession(tx: Tx, principalId: string, sessionId: string): Promise<string[]> {
+    const rows = await tx.$queryRaw<{ objectId: string | null }[]>(Prisma.sql`
+      DELETE FROM archives WHERE session_id = ${sessionId} AND principal_id = ${principalId}::uuid
+   RETURNING object_id::text AS "objectId"`);
+    return rows.flatMap((row) => (row.objectId ? [row.objectId] : []));
+  }
+
+  /**
+   * Safety net for the sweep: a row a racing request created as its session was being deleted. Rows
+   * go; their objects' ids are returned to release.
+   */
+  async deleteOfDeletedSessions(tx: Tx): Promise<string[]> {
+    const rows = await tx.$queryRaw<{ objectId: string | null }[]>(Prisma.sql`
+      DELETE FROM archives a USING sessions s
+       WHERE a.session_id = s.id AND s.deleted_at IS NOT NULL
+   RETURNING a.object_id::text AS "objectId"`);
+    return rows.flatMap((row) => (row.objectId ? [row.objectId] : []));
+  }
+}
