@@ -246,3 +246,45 @@ describe('session archives that outlast the wait', () => {
     expect(shared.headers.get('etag')).toBe(res.headers.get('etag'));
   });
 });
+
+describe('session archives whose build keeps failing', () => {
+  // Its own Redis db, so only this stack's worker (whose archives may hold 2,000 bytes) takes the job.
+  const stack = new Stack(testPort(18980), { ARCHIVE_WAIT_MS: '0', ARCHIVE_MAX_BYTES: '2000', REDIS_URL: 'redis://127.0.0.1:6379/12' });
+  beforeAll(() => stack.start());
+  afterAll(() => stack.stop());
+
+  it('answers 503 after the last retry, keeps no partial zip, and starts over on the next request', async () => {
+    const since = (await db.query('SELECT now() AS now')).rows[0].now as Date;
+    const session = await newSession();
+    await containerUpload(session.container_id, 'too-big.bin', randomBytes(50_000));
+    const first = await api('GET', archivePath(session.id), { base: stack.baseUrl });
+    expect(first.status).toBe(202);
+    const failed = await pollUntil(
+      async () => {
+        const res = await api('GET', archivePath(session.id), { base: stack.baseUrl });
+        return res.status === 503 ? res : null;
+      },
+      'the archive answered 503 after three failed builds',
+      90_000,
+      1_000,
+    );
+    expect(failed!.json.error).toMatchObject({ type: 'server_error', code: 'service_unavailable' });
+    expect(Number(failed!.headers.get('retry-after'))).toBeGreaterThan(0);
+    // While it cools down, polling does not restart the hopeless build: still 503, no new job.
+    expect((await api('GET', archivePath(session.id), { base: stack.baseUrl })).status).toBe(503);
+    const { rows } = await db.query("SELECT status, object_id FROM archives WHERE session_id = $1", [session.id]);
+    expect(rows).toEqual([{ status: 'failed', object_id: null }]);
+    // Every attempt's object was discarded: nothing made since the test began is left UPLOADING or READY without an owner.
+    const leftovers = await db.query(
+      `SELECT count(*)::int AS n FROM stored_objects o WHERE o.created_at >= $1 AND o.status IN ('UPLOADING', 'READY')
+          AND NOT EXISTS (SELECT 1 FROM container_files f WHERE f.object_id = o.id) AND NOT EXISTS (SELECT 1 FROM files f WHERE f.object_id = o.id)
+          AND NOT EXISTS (SELECT 1 FROM archives a WHERE a.object_id = o.id)`,
+      [since],
+    );
+    expect(leftovers.rows[0].n).toBe(0);
+    // Once the cool-down has passed, the next request tries again: a new build is queued, answered 202.
+    await db.query("UPDATE archives SET updated_at = now() - interval '1 minute' WHERE session_id = $1", [session.id]);
+    const retried = await api('GET', archivePath(session.id), { base: stack.baseUrl });
+    expect(retried.status).toBe(202);
+  });
+});

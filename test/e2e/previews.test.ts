@@ -145,7 +145,7 @@ describe('PDF previews through the worker', () => {
 });
 
 describe('previews turned off', () => {
-  const stack = new Stack(testPort(18680), { PREVIEW_ENABLED: 'false' });
+  const stack = new Stack(testPort(18880), { PREVIEW_ENABLED: 'false' });
   beforeAll(() => stack.start(['storage', 'gateway']));
   afterAll(() => stack.stop());
 

@@ -14,6 +14,11 @@ const MANIFEST_BATCH = 1_000;
 const POLL_INTERVAL_MS = 200;
 /** What a 202 asks the client to wait before it asks again. */
 const RETRY_AFTER_SECONDS = 2;
+/**
+ * A build that failed all its tries is answered 503 for this long before a request may start it again:
+ * otherwise a client polling every Retry-After would restart a hopeless build forever and never hear why.
+ */
+export const FAILED_BUILD_COOLDOWN_MS = 30_000;
 
 /**
  * GET /v1/sessions/{sid}/files/archive (PROFILE §7). The archive is named by the session's manifest
@@ -36,6 +41,7 @@ export class ArchivesService {
     if (!isId('session', sessionId) || !(await this.sessions.findForOwner(principalId, sessionId))) throw ApiError.notFound('session');
     const manifest = await this.manifestOf(principalId, sessionId);
     let archive = await this.archives.findForManifest(principalId, sessionId, manifest.hash);
+    if (archive?.status === 'failed') this.refuseWhileCoolingDown(archive);
     if (archive?.status !== 'ready') {
       archive = await this.archives.requestBuild(principalId, sessionId, manifest);
       if (!archive) throw ApiError.notFound('session');
@@ -49,8 +55,16 @@ export class ArchivesService {
       await this.downloads.send(req, res, { storageKey: object.storageKey, sha256: object.sha256 ?? archive.id, bytes: object.bytes, contentType: 'application/zip', filename: `${sessionId}.zip` });
       return;
     }
-    if (archive.status === 'failed') throw new ApiError('service_unavailable', 'The archive could not be built; a new request tries again.', null, { 'retry-after': String(RETRY_AFTER_SECONDS) });
+    if (archive.status === 'failed') this.refuseWhileCoolingDown(archive);
     res.status(202).setHeader('retry-after', String(RETRY_AFTER_SECONDS)).setHeader('cache-control', 'no-store').json(presentArchiveProgress(archive));
+  }
+
+  private refuseWhileCoolingDown(archive: ArchiveRow): void {
+    const waitMs = archive.updatedAt.getTime() + FAILED_BUILD_COOLDOWN_MS - Date.now();
+    if (waitMs <= 0) return;
+    throw new ApiError('service_unavailable', `The archive could not be built${archive.error ? ` (${archive.error})` : ''}; a request after Retry-After tries again.`, null, {
+      'retry-after': String(Math.ceil(waitMs / 1000)),
+    });
   }
 
   /** The session's artifacts in listing order, hashed batch by batch: memory does not grow with the session. */

@@ -15,6 +15,8 @@ export interface ArchiveRow {
   bytesDone: bigint;
   error: string | null;
   createdAt: Date;
+  /** When the status last changed (for a failed build: when it failed). */
+  updatedAt: Date;
   /** The ZIP in the bucket, once ready. */
   object: { storageKey: string; bytes: bigint; sha256: string | null } | null;
 }
@@ -41,6 +43,7 @@ const SELECT = {
   bytesDone: true,
   error: true,
   createdAt: true,
+  updatedAt: true,
   object: { select: { storageKey: true, bytes: true, sha256: true } },
 } as const;
 
