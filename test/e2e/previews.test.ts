@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -7,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, containerUpload, newSession } from '../support/api';
 import { db } from '../support/db';
-import { E2E_PORT_BASE, testPort } from '../support/env';
+import { E2E_PORT_BASE, TEST_DATABASE_URL, testPort } from '../support/env';
 import { pollUntil } from '../support/poll';
 import { docx, paragraph, pdfText } from '../support/preview-fixtures';
 import { objectExists } from '../support/s3';
@@ -157,6 +158,37 @@ describe('previews turned off', () => {
     const res = await api('GET', `/v1/containers/${session.container_id}/files/${file.id}/pdf`, { base: stack.baseUrl });
     expect(res.status).toBe(501);
     expect(res.json.error).toMatchObject({ type: 'not_implemented_error', code: 'preview_unavailable' });
+    expect(res.headers.get('x-should-retry')).toBe('false');
+    expect((await api('GET', '/v1/limits', { base: stack.baseUrl })).json.preview).toMatchObject({ enabled: false, formats: [] });
+  });
+});
+
+describe('previews on, but no worker has recorded a converter', () => {
+  // Its own database (the shared one's converter_status says every converter works), and no worker.
+  const databaseUrl = `${TEST_DATABASE_URL}_noconv`;
+  const database = new URL(databaseUrl).pathname.slice(1);
+  const admin = (sql: string) => execFileSync('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-d', 'postgres', '-qc', sql]);
+  const stack = new Stack(testPort(19280), { DATABASE_URL: databaseUrl });
+  beforeAll(async () => {
+    admin(`DROP DATABASE IF EXISTS ${database}`);
+    admin(`CREATE DATABASE ${database}`);
+    const schema = execFileSync('pg_dump', ['-h', '127.0.0.1', '-U', 'postgres', '--schema-only', '--no-owner', new URL(TEST_DATABASE_URL).pathname.slice(1)]);
+    execFileSync('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-d', database, '-q', '-v', 'ON_ERROR_STOP=1'], { input: schema });
+    await stack.start(['storage', 'gateway']);
+  });
+  afterAll(async () => {
+    await stack.stop();
+    admin(`DROP DATABASE IF EXISTS ${database}`);
+  });
+
+  it('answers 501 preview_unavailable naming the missing converter, and /v1/limits lists no formats', async () => {
+    const session = (await api('POST', '/v1/sessions', { json: {}, base: stack.baseUrl })).json;
+    const form = new FormData();
+    form.append('file', new Blob(['a memo']), 'memo.docx');
+    const file = (await api('POST', `/v1/containers/${session.container_id}/files`, { form, base: stack.baseUrl })).json;
+    const res = await api('GET', `/v1/containers/${session.container_id}/files/${file.id}/pdf`, { base: stack.baseUrl });
+    expect(res.status).toBe(501);
+    expect(res.json.error).toMatchObject({ code: 'preview_unavailable', message: expect.stringContaining('office') });
     expect(res.headers.get('x-should-retry')).toBe('false');
     expect((await api('GET', '/v1/limits', { base: stack.baseUrl })).json.preview).toMatchObject({ enabled: false, formats: [] });
   });
