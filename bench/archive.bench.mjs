@@ -16,75 +16,20 @@
  *
  * A measurement, not a test: it exits non-zero only when a build fails or its ZIP is wrong.
  */
-import { spawn } from 'node:child_process';
 import { createCipheriv, createHash, randomUUID } from 'node:crypto';
-import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { Agent } from 'node:http';
+import { readFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
-import { CreateBucketCommand, DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import pg from 'pg';
+import { API_BASE, API_KEY, benchS3Client, DATABASE_URL, deleteAllObjects, DOCS_FILE, ensureBucket, GiB, parseSize, PORT_BASE, S3, serviceEnv, ServiceStack, writeDocsSection } from './support/stack.mjs';
 
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const LOG_DIR = join(ROOT, 'bench', 'results', 'logs');
-const DOCS_FILE = process.env.BENCH_DOCS_FILE ?? join(ROOT, 'docs', 'benchmarks.md');
-const MiB = 1024 * 1024;
-const GiB = 1024 * MiB;
 const MB = 1e6;
-
-const PORT_BASE = Number(process.env.BENCH_PORT_BASE ?? 19080);
-const API_KEY = 'sk_bench_0123456789abcdef';
 const FILES = Number(process.env.BENCH_ARCHIVE_FILES ?? 1000);
-const S3 = {
-  endpoint: process.env.S3_ENDPOINT ?? 'http://127.0.0.1:7480',
-  region: process.env.S3_REGION ?? 'us-east-1',
-  accessKeyId: process.env.S3_ACCESS_KEY_ID ?? 'uhp-dev-access',
-  secretAccessKey: process.env.S3_SECRET_ACCESS_KEY ?? 'uhp-dev-secret-key-0123456789',
-  bucket: process.env.BENCH_BUCKET ?? 'uhp-bench',
-};
-const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/uhp_bench';
-const SERVICE_ENV = {
-  HOST: '127.0.0.1',
-  PORT: String(PORT_BASE),
-  STORAGE_PORT: String(PORT_BASE + 1),
-  WORKER_PORT: String(PORT_BASE + 2),
-  STORAGE_URL: `http://127.0.0.1:${PORT_BASE + 1}`,
-  STORAGE_TOKEN: 'bench-storage-token-0123456789abcdef',
-  DATABASE_URL,
-  REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/4',
-  S3_ENDPOINT: S3.endpoint,
-  S3_REGION: S3.region,
-  S3_BUCKET: S3.bucket,
-  S3_ACCESS_KEY_ID: S3.accessKeyId,
-  S3_SECRET_ACCESS_KEY: S3.secretAccessKey,
-  UHP_API_KEYS: `bench=${API_KEY}`,
-  UHP_PUBLIC_BASE_URL: `http://127.0.0.1:${PORT_BASE}`,
-  // The build is timed from the database row, not from a waiting request.
-  ARCHIVE_WAIT_MS: '0',
-  LOG_LEVEL: 'warn',
-  ...Object.fromEntries(
-    (process.env.BENCH_SERVICE_ENV ?? '')
-      .split(',')
-      .filter((kv) => kv.includes('='))
-      .map((kv) => [kv.slice(0, kv.indexOf('=')).trim(), kv.slice(kv.indexOf('=') + 1).trim()]),
-  ),
-};
-const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
-const SERVICES = ['storage', 'gateway', 'worker'];
-const PORT_OF = { gateway: PORT_BASE, storage: PORT_BASE + 1, worker: PORT_BASE + 2 };
+// The build is timed from the database row, not from a waiting request.
+const stack = new ServiceStack(serviceEnv({ ARCHIVE_WAIT_MS: '0' }), 'archive-');
 
-function parseSize(text) {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text);
-  const units = { '': 1, b: 1, k: 1024, kib: 1024, m: MiB, mib: MiB, g: GiB, gib: GiB };
-  const unit = m ? units[m[2].toLowerCase()] : undefined;
-  if (!m || unit === undefined) throw new Error(`bad size "${text}" (use e.g. 100MiB, 1GiB)`);
-  return { label: text.trim(), bytes: Math.round(Number(m[1]) * unit) };
-}
 const sizes = (process.argv[2] ?? process.env.BENCH_ARCHIVE_SIZES ?? '100MiB,1GiB').split(',').filter((s) => s.trim()).map(parseSize);
 
 // ------------------------------------------------------------------ data ---
@@ -122,47 +67,6 @@ function makeData(bytes, seed, text) {
 }
 
 // ------------------------------------------------------------------ processes ---
-const children = new Map();
-
-async function startServices() {
-  mkdirSync(LOG_DIR, { recursive: true });
-  for (const name of SERVICES) {
-    const logFile = join(LOG_DIR, `archive-${name}.log`);
-    const log = createWriteStream(logFile, { flags: 'w' });
-    const child = spawn(process.execPath, ['--enable-source-maps', ...NODE_ARGS, join(ROOT, 'dist/apps', name, 'src/main.js')], { cwd: ROOT, env: { ...process.env, ...SERVICE_ENV }, stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout.pipe(log);
-    child.stderr.pipe(log);
-    children.set(name, child);
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}; see ${logFile}`);
-      try {
-        if ((await fetch(`http://127.0.0.1:${PORT_OF[name]}/readyz`)).ok) break;
-      } catch {
-        // not yet
-      }
-      if (Date.now() > deadline) throw new Error(`${name} not ready within 60 s; see ${logFile}`);
-      await sleep(250);
-    }
-  }
-}
-
-async function stopServices() {
-  await Promise.all(
-    [...children.values()].map(async (child) => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((done) => child.once('exit', done));
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(timer);
-    }),
-  );
-}
-process.once('exit', () => {
-  for (const child of children.values()) if (child.exitCode === null) child.kill('SIGKILL');
-});
-
 /** kB → bytes of one field of /proc/<pid>/status. */
 function statusBytes(pid, field) {
   const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -170,34 +74,16 @@ function statusBytes(pid, field) {
 }
 
 // ------------------------------------------------------------------ S3 and the database ---
-const s3 = new S3Client({
-  endpoint: S3.endpoint,
-  region: S3.region,
-  forcePathStyle: true,
-  credentials: { accessKeyId: S3.accessKeyId, secretAccessKey: S3.secretAccessKey },
-  requestChecksumCalculation: 'WHEN_REQUIRED',
-  responseChecksumValidation: 'WHEN_REQUIRED',
-  requestHandler: { httpAgent: new Agent({ keepAlive: true, maxSockets: 16 }) },
-});
+const s3 = benchS3Client(16);
 const db = new pg.Pool({ connectionString: DATABASE_URL, max: 4 });
 
 async function ensureEmptyBucket() {
-  try {
-    await s3.send(new CreateBucketCommand({ Bucket: S3.bucket }));
-  } catch (error) {
-    if (error?.name !== 'BucketAlreadyOwnedByYou' && error?.name !== 'BucketAlreadyExists') throw error;
-  }
-  let token;
-  do {
-    const page = await s3.send(new ListObjectsV2Command({ Bucket: S3.bucket, ContinuationToken: token }));
-    const keys = (page.Contents ?? []).map((o) => ({ Key: o.Key }));
-    if (keys.length) await s3.send(new DeleteObjectsCommand({ Bucket: S3.bucket, Delete: { Objects: keys, Quiet: true } }));
-    token = page.IsTruncated ? page.NextContinuationToken : undefined;
-  } while (token);
+  await ensureBucket(s3);
+  await deleteAllObjects(s3);
 }
 
 async function api(method, path, body) {
-  const res = await fetch(`http://127.0.0.1:${PORT_BASE}${path}`, { method, headers: { authorization: `Bearer ${API_KEY}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined });
+  const res = await fetch(`${API_BASE}${path}`, { method, headers: { authorization: `Bearer ${API_KEY}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined });
   return res;
 }
 
@@ -250,7 +136,7 @@ async function readAllFromS3(keys) {
 
 /** Asks for the archive (202 at once: ARCHIVE_WAIT_MS=0) and times the build until its row is ready, sampling the worker's RSS. */
 async function buildArchive(sessionId) {
-  const workerPid = children.get('worker').pid;
+  const workerPid = stack.pid('worker');
   const idleRss = statusBytes(workerPid, 'VmRSS');
   let peakRss = idleRss;
   const sampler = setInterval(() => {
@@ -276,7 +162,7 @@ async function buildArchive(sessionId) {
 /** The archive's end record, read with a Range request through the gateway: the entry count must be FILES. */
 async function checkArchive(sessionId, zipBytes) {
   const tail = Math.min(zipBytes, 64 * 1024);
-  const res = await fetch(`http://127.0.0.1:${PORT_BASE}/v1/sessions/${sessionId}/files/archive`, { headers: { authorization: `Bearer ${API_KEY}`, range: `bytes=${zipBytes - tail}-${zipBytes - 1}` } });
+  const res = await fetch(`${API_BASE}/v1/sessions/${sessionId}/files/archive`, { headers: { authorization: `Bearer ${API_KEY}`, range: `bytes=${zipBytes - tail}-${zipBytes - 1}` } });
   const buf = Buffer.from(await res.arrayBuffer());
   if (res.status !== 206) throw new Error(`archive range: ${res.status}`);
   const eocd = buf.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
@@ -293,8 +179,7 @@ function renderDocs(results, machine) {
   const peaks = results.map((r) => `${mb(r.build.peakRss)} at ${r.label}`).join(', ');
   const worst = Math.max(...results.map((r) => r.build.seconds / r.floorSeconds));
   const maxPeak = Math.max(...results.map((r) => r.build.peakRss));
-  return `<!-- bench:archive:start (generated by bench/archive.bench.mjs) -->
-## Archive: worker build vs reading every object from S3
+  return `## Archive: worker build vs reading every object from S3
 
 Generated by \`npm run bench:archive\` (\`bash bench/run.sh archive\`, the script is \`bench/archive.bench.mjs\`) on
 ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}. Re-running the benchmark rewrites this section.
@@ -324,22 +209,13 @@ ${rows.join('\n')}
 
 - build / floor: ${ratios} — target ${worst <= 1.25 ? 'met' : 'missed'}.
 - peak worker RSS: ${peaks} — target < 200 MB ${maxPeak < 200 * MB ? 'met' : 'missed'}.
-<!-- bench:archive:end -->`;
-}
-
-function writeDocs(section) {
-  const text = existsSync(DOCS_FILE) ? readFileSync(DOCS_FILE, 'utf8') : '# Benchmarks\n';
-  const start = text.indexOf('<!-- bench:archive:start');
-  const endMarker = '<!-- bench:archive:end -->';
-  const end = text.indexOf(endMarker);
-  const next = start >= 0 && end > start ? text.slice(0, start) + section + text.slice(end + endMarker.length) : `${text.trimEnd()}\n\n${section}\n`;
-  writeFileSync(DOCS_FILE, next);
+`;
 }
 
 async function main() {
   const machine = `${cpus().length} cores (${cpus()[0]?.model.trim()}), ${(totalmem() / GiB).toFixed(1)} GiB RAM, Node ${process.version}; S3: ${S3.endpoint}`;
   await ensureEmptyBucket();
-  await startServices();
+  await stack.start();
   const results = [];
   try {
     for (const size of sizes) {
@@ -359,13 +235,13 @@ async function main() {
       await api('DELETE', `/v1/sessions/${session.id}`);
     }
   } finally {
-    await stopServices();
+    await stack.stop();
     await db.end();
   }
   const write = process.env.BENCH_WRITE_DOCS === '1' || (process.env.BENCH_WRITE_DOCS !== '0' && sizes.some((s) => s.bytes >= GiB));
   const section = renderDocs(results, machine);
   if (write) {
-    writeDocs(section);
+    writeDocsSection('archive', 'archive.bench.mjs', section);
     console.log(`wrote ${DOCS_FILE}`);
   } else console.log(section);
 }

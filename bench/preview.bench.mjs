@@ -13,72 +13,19 @@
  *
  * A measurement, not a test: it fails only when a request fails.
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, createWriteStream } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, cpus } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { deflateSync } from 'node:zlib';
-import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { API_BASE as API, API_KEY as KEY, benchS3Client, DOCS_FILE, ensureBucket, PORT_BASE, serviceEnv, ServiceStack, writeDocsSection } from './support/stack.mjs';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const LOG_DIR = join(ROOT, 'bench', 'results', 'logs');
-const DOCS_FILE = process.env.BENCH_DOCS_FILE ?? join(ROOT, 'docs', 'benchmarks.md');
-const PORT_BASE = Number(process.env.BENCH_PORT_BASE ?? 19080);
-const KEY = 'sk_bench_0123456789abcdef';
-const API = `http://127.0.0.1:${PORT_BASE}`;
 const REPS = Math.max(1, Number(process.env.BENCH_REPS ?? 5));
 const COLD_REPS = Math.max(1, Number(process.env.BENCH_COLD_REPS ?? 3));
 const SOFFICE = '/usr/bin/soffice';
-
-const ENV = {
-  HOST: '127.0.0.1',
-  PORT: String(PORT_BASE),
-  STORAGE_PORT: String(PORT_BASE + 1),
-  WORKER_PORT: String(PORT_BASE + 2),
-  STORAGE_URL: `http://127.0.0.1:${PORT_BASE + 1}`,
-  STORAGE_TOKEN: 'bench-storage-token-0123456789abcdef',
-  DATABASE_URL: process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/uhp_bench',
-  REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/4',
-  S3_ENDPOINT: process.env.S3_ENDPOINT ?? 'http://127.0.0.1:7480',
-  S3_BUCKET: process.env.BENCH_BUCKET ?? 'uhp-bench',
-  UHP_API_KEYS: `bench=${KEY}`,
-  UHP_PUBLIC_BASE_URL: API,
-  LOG_LEVEL: 'warn',
-};
-
-/** The bench's own bucket, made on first use. */
-async function ensureBucket() {
-  const s3 = new S3Client({ endpoint: ENV.S3_ENDPOINT, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: process.env.S3_ACCESS_KEY_ID ?? 'uhp-dev-access', secretAccessKey: process.env.S3_SECRET_ACCESS_KEY ?? 'uhp-dev-secret-key-0123456789' } });
-  await s3.send(new CreateBucketCommand({ Bucket: ENV.S3_BUCKET })).catch((error) => {
-    if (!['BucketAlreadyOwnedByYou', 'BucketAlreadyExists'].includes(error.name)) throw error;
-  });
-  s3.destroy();
-}
-
-const children = [];
-async function startServices() {
-  await ensureBucket();
-  mkdirSync(LOG_DIR, { recursive: true });
-  for (const [name, port] of [['storage', PORT_BASE + 1], ['gateway', PORT_BASE], ['worker', PORT_BASE + 2]]) {
-    const log = createWriteStream(join(LOG_DIR, `preview-${name}.log`));
-    const child = spawn(process.execPath, [join(ROOT, 'dist/apps', name, 'src/main.js')], { cwd: ROOT, env: { ...process.env, ...ENV }, stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout.pipe(log);
-    child.stderr.pipe(log);
-    children.push(child);
-    const deadline = Date.now() + 90_000;
-    for (;;) {
-      if (child.exitCode !== null) throw new Error(`${name} exited; see ${LOG_DIR}/preview-${name}.log`);
-      if (await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false)) break;
-      if (Date.now() > deadline) throw new Error(`${name} not ready in 90 s`);
-      await sleep(200);
-    }
-  }
-}
-const stopServices = () => children.forEach((child) => child.kill('SIGTERM'));
+const stack = new ServiceStack(serviceEnv(), 'preview-');
 
 async function call(method, path, body, headers = {}) {
   const res = await fetch(`${API}${path}`, { method, body, headers: { authorization: `Bearer ${KEY}`, ...headers } });
@@ -113,7 +60,7 @@ function png(marker) {
   const crc = (buf) => { let c = 0xffffffff; for (const b of buf) c = crcTable[(c ^ b) & 0xff] ^ (c >>> 8); return (c ^ 0xffffffff) >>> 0; };
   const chunk = (type, data) => { const len = Buffer.alloc(4); len.writeUInt32BE(data.length); const td = Buffer.concat([Buffer.from(type), data]); const c = Buffer.alloc(4); c.writeUInt32BE(crc(td)); return Buffer.concat([len, td, c]); };
   const size = 64;
-  const seed = Buffer.from(marker);
+  const seed = createHash('sha256').update(marker).digest();
   const raw = Buffer.alloc((size * 3 + 1) * size);
   for (let y = 0; y < size; y++) for (let x = 0; x < size; x++) raw.set([(x * 4 + seed[0]) & 255, (y * 4 + seed[1]) & 255, seed[2]], y * (size * 3 + 1) + 1 + x * 3);
   const header = Buffer.alloc(13);
@@ -168,7 +115,8 @@ async function main() {
   try {
     const markers = Array.from({ length: REPS }, () => `m${randomBytes(5).toString('hex')}`);
     console.log(`preview bench: making ${REPS} documents per format …`);
-    const office = officeFiles(dir, markers);
+    // One more of each office format, for the warm-up only: a measured first preview must never be a cache hit.
+    const office = officeFiles(dir, [...markers, `w${randomBytes(5).toString('hex')}`]);
     const formats = {
       docx: (i) => readFileSync(office.docx[i]),
       xlsx: (i) => readFileSync(office.xlsx[i]),
@@ -183,11 +131,14 @@ async function main() {
     const cold = {};
     for (const ext of ['docx', 'xlsx', 'pptx']) cold[ext] = Array.from({ length: Math.min(COLD_REPS, REPS) }, (_, i) => coldSoffice(office[ext][i], dir));
 
-    await startServices();
+    const s3 = benchS3Client();
+    await ensureBucket(s3);
+    s3.destroy();
+    await stack.start();
     const session = JSON.parse((await call('POST', '/v1/sessions', JSON.stringify({}), { 'content-type': 'application/json' })).toString());
     const container = session.container_id;
     // One warm-up conversion per converter family, so the first measured preview is not a pool start.
-    for (const [name, data] of [['warm.docx', readFileSync(office.docx[0])], ['warm.txt', Buffer.from('warm up')], ['warm.png', png('warmup')]]) {
+    for (const [name, data] of [['warm.docx', readFileSync(office.docx[REPS])], ['warm.txt', Buffer.from('warm up')], ['warm.png', png(`warm-${randomBytes(4).toString('hex')}`)]]) {
       const file = await artifact(container, name.replace('warm', `warm-${randomBytes(3).toString('hex')}`), Buffer.concat([data, name.endsWith('.txt') ? Buffer.from(randomBytes(4).toString('hex')) : Buffer.alloc(0)]));
       await call('GET', `/v1/containers/${container}/files/${file.id}/pdf`);
     }
@@ -237,7 +188,7 @@ async function main() {
     const summary = { results, cold, plainMBps, cachedMBps, pdfBytes: pdf.length, burstConversions, burstMs: burst.ms, identical, officeFirst };
     if (process.env.BENCH_WRITE_DOCS !== '0') writeDocs(summary);
   } finally {
-    stopServices();
+    await stack.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -248,7 +199,6 @@ function writeDocs(s) {
     return `| ${ext} | ${ms(median(r.first))} | ${ms(p95(r.first))} | ${ms(median(r.cached))} | ${ms(p95(r.cached))} | ${cold ? `${ms(median(cold))} / ${ms(p95(cold))}` : '—'} | ${cold ? (median(r.first) / median(cold)).toFixed(3) : '—'} |`;
   });
   const section = [
-    `<!-- bench:preview:start (generated by bench/preview.bench.mjs) -->`,
     `Run of ${new Date().toISOString().slice(0, 10)} on ${cpus().length} cores, ${REPS} documents per format (cold baseline: ${Math.min(COLD_REPS, REPS)} per office format). Every first preview is new content; one warm-up conversion per converter family ran before.`,
     '',
     '| format | first preview median | p95 | cached median | p95 | cold `soffice --convert-to pdf` median / p95 | first ÷ cold |',
@@ -258,18 +208,13 @@ function writeDocs(s) {
     `- Office first preview ÷ cold baseline (target ≤ 0.25): docx ${s.officeFirst[0].toFixed(3)}, xlsx ${s.officeFirst[1].toFixed(3)}, pptx ${s.officeFirst[2].toFixed(3)}.`,
     `- Cached preview throughput ${s.cachedMBps.toFixed(1)} MB/s vs plain download ${s.plainMBps.toFixed(1)} MB/s of the same ${s.pdfBytes} bytes (200 sequential GETs, median of 3): ratio ${(s.cachedMBps / s.plainMBps).toFixed(2)} (target ≥ 0.8).`,
     `- 20 concurrent first requests for one new docx: ${s.burstConversions} conversion(s) (target exactly 1), identical answers: ${s.identical}, ${ms(s.burstMs)} for all.`,
-    `<!-- bench:preview:end -->`,
   ].join('\n');
-  let text = readFileSync(DOCS_FILE, 'utf8');
-  const start = text.indexOf('<!-- bench:preview:start');
-  const end = text.indexOf('<!-- bench:preview:end -->');
-  text = start >= 0 && end > start ? text.slice(0, start) + section + text.slice(end + '<!-- bench:preview:end -->'.length) : `${text.trimEnd()}\n\n## Previews\n\n${section}\n`;
-  writeFileSync(DOCS_FILE, text);
+  writeDocsSection('preview', 'preview.bench.mjs', section);
   console.log(`wrote ${DOCS_FILE}`);
 }
 
 main().catch((error) => {
   console.error(error);
-  stopServices();
+  void stack.stop();
   process.exitCode = 1;
 });

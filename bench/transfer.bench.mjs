@@ -20,86 +20,36 @@
  * This is a measurement, not a test: nothing here asserts wall-clock time. It exits non-zero only when
  * a transfer fails or the bytes do not match.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createCipheriv, createHash, randomBytes } from 'node:crypto';
-import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { createRequire } from 'node:module';
 import { cpus, totalmem } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import {
   AbortMultipartUploadCommand,
-  CreateBucketCommand,
   DeleteObjectCommand,
-  DeleteObjectsCommand,
   GetObjectCommand,
   HeadBucketCommand,
   HeadObjectCommand,
   ListMultipartUploadsCommand,
-  ListObjectsV2Command,
-  S3Client,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
+import { API_KEY, benchS3Client, deleteAllObjects, DOCS_FILE, ensureBucket, GiB, LOG_DIR, MiB, parseSize, PORT_BASE, ROOT, S3, serviceEnv, ServiceStack, writeDocsSection } from './support/stack.mjs';
 
-// The SDK's notice that releases after January 2027 need Node 22 says nothing about this measurement.
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const RESULTS_DIR = join(ROOT, 'bench', 'results');
-const LOG_DIR = join(RESULTS_DIR, 'logs');
-const DOCS_FILE = process.env.BENCH_DOCS_FILE ?? join(ROOT, 'docs', 'benchmarks.md');
 const require = createRequire(import.meta.url);
 
-const MiB = 1024 * 1024;
-const GiB = 1024 * MiB;
 const MB = 1e6;
 
 // ------------------------------------------------------------------ configuration ---
-const PORT_BASE = Number(process.env.BENCH_PORT_BASE ?? 19080);
-const API_KEY = 'sk_bench_0123456789abcdef';
 const MAX_FILE_BYTES = 2 * GiB;
-const S3 = {
-  endpoint: process.env.S3_ENDPOINT ?? 'http://127.0.0.1:7480',
-  region: process.env.S3_REGION ?? 'us-east-1',
-  accessKeyId: process.env.S3_ACCESS_KEY_ID ?? 'uhp-dev-access',
-  secretAccessKey: process.env.S3_SECRET_ACCESS_KEY ?? 'uhp-dev-secret-key-0123456789',
-  bucket: process.env.BENCH_BUCKET ?? 'uhp-bench',
-};
-const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/uhp_bench';
-
-const SERVICE_ENV = {
-  HOST: '127.0.0.1',
-  PORT: String(PORT_BASE),
-  STORAGE_PORT: String(PORT_BASE + 1),
-  WORKER_PORT: String(PORT_BASE + 2),
-  STORAGE_URL: `http://127.0.0.1:${PORT_BASE + 1}`,
-  STORAGE_TOKEN: 'bench-storage-token-0123456789abcdef',
-  DATABASE_URL,
-  REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/4',
-  S3_ENDPOINT: S3.endpoint,
-  S3_REGION: S3.region,
-  S3_BUCKET: S3.bucket,
-  S3_ACCESS_KEY_ID: S3.accessKeyId,
-  S3_SECRET_ACCESS_KEY: S3.secretAccessKey,
-  S3_FORCE_PATH_STYLE: 'true',
-  UHP_API_KEYS: `bench=${API_KEY}`,
-  UHP_MAX_FILE_BYTES: String(MAX_FILE_BYTES),
-  UHP_PUBLIC_BASE_URL: `http://127.0.0.1:${PORT_BASE}`,
-  LOG_LEVEL: 'warn',
-  ...Object.fromEntries(
-    (process.env.BENCH_SERVICE_ENV ?? '')
-      .split(',')
-      .filter((kv) => kv.includes('='))
-      .map((kv) => [kv.slice(0, kv.indexOf('=')).trim(), kv.slice(kv.indexOf('=') + 1).trim()]),
-  ),
-};
-const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
-const SERVICES = /** @type {const} */ (['storage', 'gateway', 'worker']);
-const PORT_OF = { gateway: PORT_BASE, storage: PORT_BASE + 1, worker: PORT_BASE + 2 };
+const SERVICE_ENV = serviceEnv({ UHP_MAX_FILE_BYTES: String(MAX_FILE_BYTES) });
+const stack = new ServiceStack(SERVICE_ENV);
 
 /** The storage service's part size and queue size, read from the config schema (defaults or the env). */
 function storageUploadSettings() {
@@ -109,14 +59,6 @@ function storageUploadSettings() {
   // Same rule as S3ObjectClient.upload: parts big enough for max_file_bytes to fit in 10,000 parts.
   const partSize = Math.max(config.S3_PART_SIZE_BYTES, Math.ceil(Math.min(MAX_FILE_BYTES, config.UHP_MAX_FILE_BYTES) / 10_000));
   return { partSize, queueSize: config.S3_UPLOAD_QUEUE_SIZE };
-}
-
-function parseSize(text) {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text);
-  const units = { '': 1, b: 1, k: 1024, kib: 1024, kb: 1e3, m: MiB, mib: MiB, mb: 1e6, g: GiB, gib: GiB, gb: 1e9 };
-  const unit = m ? units[m[2].toLowerCase()] : undefined;
-  if (!m || unit === undefined) throw new Error(`bad size "${text}" (use e.g. 16MiB, 100MiB, 1GiB)`);
-  return { label: text.trim(), bytes: Math.round(Number(m[1]) * unit) };
 }
 
 const sizes = (process.argv[2] ?? process.env.BENCH_SIZES ?? '100MiB,1GiB').split(',').filter((s) => s.trim()).map(parseSize);
@@ -308,53 +250,13 @@ class Monitor {
 }
 
 // ------------------------------------------------------------------ services ---
-const children = new Map();
-
-async function startServices() {
-  mkdirSync(LOG_DIR, { recursive: true });
-  for (const name of SERVICES) {
-    const logFile = join(LOG_DIR, `${name}.log`);
-    const log = createWriteStream(logFile, { flags: 'w' });
-    const child = spawn(process.execPath, ['--enable-source-maps', ...NODE_ARGS, join(ROOT, 'dist/apps', name, 'src/main.js')], {
-      cwd: ROOT,
-      env: { ...process.env, ...SERVICE_ENV },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child.stdout.pipe(log);
-    child.stderr.pipe(log);
-    children.set(name, child);
-    await waitReady(name, child, logFile);
-  }
-}
-
-async function waitReady(name, child, logFile) {
-  const deadline = Date.now() + 60_000;
-  let last = '';
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode} during start; see ${logFile}`);
-    try {
-      const res = await fetch(`http://127.0.0.1:${PORT_OF[name]}/readyz`);
-      if (res.ok) return;
-      last = `${res.status} ${(await res.text()).slice(0, 300)}`;
-    } catch (error) {
-      last = String(error?.cause?.code ?? error);
-    }
-    await sleep(250);
-  }
-  throw new Error(`${name} not ready on port ${PORT_OF[name]} within 60 s (${last}); see ${logFile}`);
-}
-
 /** After a failed transfer (S3 restarted under us, say): waits until S3 and every service answer again. */
 async function waitForStack() {
   const deadline = Date.now() + 180_000;
   for (;;) {
     try {
       await s3.send(new HeadBucketCommand({ Bucket: S3.bucket }));
-      for (const name of SERVICES) {
-        if (children.get(name)?.exitCode !== null) throw new Error(`${name} exited`);
-        const res = await fetch(`http://127.0.0.1:${PORT_OF[name]}/readyz`);
-        if (!res.ok) throw new Error(`${name} not ready`);
-      }
+      await stack.checkReady();
       return;
     } catch (error) {
       if (Date.now() > deadline || String(error).includes('exited')) throw error;
@@ -363,61 +265,14 @@ async function waitForStack() {
   }
 }
 
-async function stopServices() {
-  await Promise.all(
-    [...children.entries()].reverse().map(async ([name, child]) => {
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise((done) => child.once('exit', done));
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-        await exited;
-        clearTimeout(timer);
-      }
-      children.delete(name);
-    }),
-  );
-}
-
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.once(signal, () => {
-    for (const child of children.values()) if (child.exitCode === null) child.kill('SIGKILL');
-    process.exit(130);
-  });
-}
-process.once('exit', () => {
-  for (const child of children.values()) if (child.exitCode === null) child.kill('SIGKILL');
-});
-
 // ------------------------------------------------------------------ the two sides ---
 /** The direct baseline uses the S3 client settings of the storage service (S3ObjectClient). */
-const s3 = new S3Client({
-  endpoint: S3.endpoint,
-  region: S3.region,
-  forcePathStyle: true,
-  credentials: { accessKeyId: S3.accessKeyId, secretAccessKey: S3.secretAccessKey },
-  requestChecksumCalculation: 'WHEN_REQUIRED',
-  responseChecksumValidation: 'WHEN_REQUIRED',
-  requestHandler: { httpAgent: new Agent({ keepAlive: true, maxSockets: 128 }) },
-});
+const s3 = benchS3Client(128);
 const gatewayAgent = new Agent({ keepAlive: true, maxSockets: 16 });
 
-async function ensureBucket() {
-  try {
-    await s3.send(new CreateBucketCommand({ Bucket: S3.bucket }));
-  } catch (error) {
-    if (error?.name !== 'BucketAlreadyOwnedByYou' && error?.name !== 'BucketAlreadyExists') throw error;
-  }
-}
-
-/** The bucket belongs to the benchmark alone: whatever an earlier run left is removed. */
+/** The bucket belongs to the benchmark alone: whatever an earlier run left is removed, unfinished uploads too. */
 async function emptyBucket() {
-  let token;
-  do {
-    const page = await s3.send(new ListObjectsV2Command({ Bucket: S3.bucket, ContinuationToken: token }));
-    const keys = (page.Contents ?? []).map((o) => ({ Key: o.Key }));
-    if (keys.length) await s3.send(new DeleteObjectsCommand({ Bucket: S3.bucket, Delete: { Objects: keys, Quiet: true } }));
-    token = page.IsTruncated ? page.NextContinuationToken : undefined;
-  } while (token);
+  await deleteAllObjects(s3);
   const uploads = await s3.send(new ListMultipartUploadsCommand({ Bucket: S3.bucket }));
   for (const u of uploads.Uploads ?? []) await s3.send(new AbortMultipartUploadCommand({ Bucket: S3.bucket, Key: u.Key, UploadId: u.UploadId }));
 }
@@ -546,10 +401,10 @@ async function main() {
   const runId = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '');
   console.log(`bench: sizes ${sizes.map((s) => s.label).join(', ')}; part size ${settings.partSize / MiB} MiB, queue size ${settings.queueSize}; S3 ${S3.endpoint} bucket ${S3.bucket}`);
 
-  await ensureBucket();
+  await ensureBucket(s3);
   await emptyBucket();
-  await startServices();
-  const pids = Object.fromEntries([...children.entries()].map(([n, c]) => [n, c.pid]));
+  await stack.start();
+  const pids = { gateway: stack.pid('gateway'), storage: stack.pid('storage'), worker: stack.pid('worker') };
   const monitor = new Monitor({ gateway: pids.gateway, storage: pids.storage }, () => ({ gateway: pids.gateway, storage: pids.storage, worker: pids.worker, ...cephPids() }));
   console.log(`bench: services ready (gateway ${pids.gateway}, storage ${pids.storage}, worker ${pids.worker}) on ports ${PORT_BASE}-${PORT_BASE + 2}; logs in ${LOG_DIR}`);
 
@@ -611,7 +466,7 @@ async function main() {
   } finally {
     for (const id of gatewayFiles) await gatewayDelete(id);
     for (const key of directKeys) await s3.send(new DeleteObjectCommand({ Bucket: S3.bucket, Key: key })).catch(() => undefined);
-    await stopServices();
+    await stack.stop();
     await emptyBucket().catch((error) => console.warn(`bench: could not empty ${S3.bucket}: ${error}`));
   }
 
@@ -649,7 +504,7 @@ async function main() {
 
   const writeDocs = process.env.BENCH_WRITE_DOCS === '1' || (process.env.BENCH_WRITE_DOCS !== '0' && sizes.some((s) => s.bytes >= GiB));
   if (writeDocs && failures === 0) {
-    writeDocsSection(renderDocs({ machine, settings, summary, table, reading }));
+    writeDocsSection('transfer', 'transfer.bench.mjs', renderDocs({ machine, settings, summary, table, reading }));
     console.log(`bench: wrote ${DOCS_FILE}`);
   } else if (failures === 0) {
     console.log('bench: docs/benchmarks.md left alone (no size ≥ 1 GiB in this run; BENCH_WRITE_DOCS=1 forces it)');
@@ -852,26 +707,8 @@ ${renderCpuTable(summary)}
 `;
 }
 
-const START = '<!-- bench:transfer:start (generated by bench/transfer.bench.mjs) -->';
-const END = '<!-- bench:transfer:end -->';
-
-/** Replaces the generated section of docs/benchmarks.md, keeping anything written around it. */
-function writeDocsSection(section) {
-  mkdirSync(dirname(DOCS_FILE), { recursive: true });
-  const block = `${START}\n${section}${END}`;
-  let text = existsSync(DOCS_FILE) ? readFileSync(DOCS_FILE, 'utf8') : '';
-  if (text.includes(START) && text.includes(END)) {
-    text = text.slice(0, text.indexOf(START)) + block + text.slice(text.indexOf(END) + END.length);
-  } else if (text) {
-    text = `${text.trimEnd()}\n\n${block}\n`;
-  } else {
-    text = `# Benchmarks\n\nMeasurements, not tests: \`npm test\` never runs them and nothing asserts wall-clock time. Each benchmark\nreports ratios against a baseline measured in the same run on the same machine.\n\n${block}\n`;
-  }
-  writeFileSync(DOCS_FILE, text);
-}
-
 main().catch(async (error) => {
   console.error(`bench: ${error?.stack ?? error}`);
-  await stopServices().catch(() => undefined);
+  await stack.stop().catch(() => undefined);
   process.exit(1);
 });

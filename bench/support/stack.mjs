@@ -1,0 +1,215 @@
+/**
+ * What every benchmark shares: the three built services started on their own ports, database, Redis db
+ * and bucket (BENCH_PORT_BASE, BENCH_DATABASE_URL, BENCH_REDIS_URL, BENCH_BUCKET), extra service env
+ * and node options (BENCH_SERVICE_ENV, BENCH_NODE_ARGS), the bench bucket, sizes like "100MiB", and the
+ * generated sections of docs/benchmarks.md.
+ */
+import { spawn } from 'node:child_process';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { Agent } from 'node:http';
+import { dirname, join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { CreateBucketCommand, DeleteObjectsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+
+// The SDK's notice that releases after January 2027 need Node 22 says nothing about a measurement.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const LOG_DIR = join(ROOT, 'bench', 'results', 'logs');
+export const DOCS_FILE = process.env.BENCH_DOCS_FILE ?? join(ROOT, 'docs', 'benchmarks.md');
+export const MiB = 1024 * 1024;
+export const GiB = 1024 * MiB;
+
+export const PORT_BASE = Number(process.env.BENCH_PORT_BASE ?? 19080);
+export const API_KEY = 'sk_bench_0123456789abcdef';
+export const API_BASE = `http://127.0.0.1:${PORT_BASE}`;
+export const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/uhp_bench';
+export const S3 = {
+  endpoint: process.env.S3_ENDPOINT ?? 'http://127.0.0.1:7480',
+  region: process.env.S3_REGION ?? 'us-east-1',
+  accessKeyId: process.env.S3_ACCESS_KEY_ID ?? 'uhp-dev-access',
+  secretAccessKey: process.env.S3_SECRET_ACCESS_KEY ?? 'uhp-dev-secret-key-0123456789',
+  bucket: process.env.BENCH_BUCKET ?? 'uhp-bench',
+};
+
+const SERVICES = ['storage', 'gateway', 'worker'];
+const PORT_OF = { gateway: PORT_BASE, storage: PORT_BASE + 1, worker: PORT_BASE + 2 };
+
+/** The services' environment: the bench's ports, database, Redis db and bucket, then `extra`, then BENCH_SERVICE_ENV. */
+export function serviceEnv(extra = {}) {
+  return {
+    HOST: '127.0.0.1',
+    PORT: String(PORT_BASE),
+    STORAGE_PORT: String(PORT_BASE + 1),
+    WORKER_PORT: String(PORT_BASE + 2),
+    STORAGE_URL: `http://127.0.0.1:${PORT_BASE + 1}`,
+    STORAGE_TOKEN: 'bench-storage-token-0123456789abcdef',
+    DATABASE_URL,
+    REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/4',
+    S3_ENDPOINT: S3.endpoint,
+    S3_REGION: S3.region,
+    S3_BUCKET: S3.bucket,
+    S3_ACCESS_KEY_ID: S3.accessKeyId,
+    S3_SECRET_ACCESS_KEY: S3.secretAccessKey,
+    S3_FORCE_PATH_STYLE: 'true',
+    UHP_API_KEYS: `bench=${API_KEY}`,
+    UHP_PUBLIC_BASE_URL: API_BASE,
+    LOG_LEVEL: 'warn',
+    ...extra,
+    ...Object.fromEntries(
+      (process.env.BENCH_SERVICE_ENV ?? '')
+        .split(',')
+        .filter((kv) => kv.includes('='))
+        .map((kv) => [kv.slice(0, kv.indexOf('=')).trim(), kv.slice(kv.indexOf('=') + 1).trim()]),
+    ),
+  };
+}
+
+/** The three services from dist/, started in order and each awaited at /readyz; killed if the bench dies. */
+export class ServiceStack {
+  #children = new Map();
+
+  /** `logPrefix` names the logs in bench/results/logs (`<prefix><service>.log`). */
+  constructor(env, logPrefix = '') {
+    this.env = env;
+    this.logPrefix = logPrefix;
+    const killAll = () => {
+      for (const child of this.#children.values()) if (child.exitCode === null) child.kill('SIGKILL');
+    };
+    process.once('exit', killAll);
+    for (const signal of ['SIGINT', 'SIGTERM']) {
+      process.once(signal, () => {
+        killAll();
+        process.exit(130);
+      });
+    }
+  }
+
+  pid(name) {
+    return this.#children.get(name)?.pid;
+  }
+
+  async start() {
+    mkdirSync(LOG_DIR, { recursive: true });
+    const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+    for (const name of SERVICES) {
+      const logFile = join(LOG_DIR, `${this.logPrefix}${name}.log`);
+      const log = createWriteStream(logFile, { flags: 'w' });
+      const child = spawn(process.execPath, ['--enable-source-maps', ...nodeArgs, join(ROOT, 'dist/apps', name, 'src/main.js')], {
+        cwd: ROOT,
+        env: { ...process.env, ...this.env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      child.stdout.pipe(log);
+      child.stderr.pipe(log);
+      this.#children.set(name, child);
+      await this.#waitReady(name, child, logFile);
+    }
+  }
+
+  async #waitReady(name, child, logFile) {
+    const deadline = Date.now() + 90_000;
+    let last = '';
+    while (Date.now() < deadline) {
+      if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode} during start; see ${logFile}`);
+      try {
+        const res = await fetch(`http://127.0.0.1:${PORT_OF[name]}/readyz`);
+        if (res.ok) return;
+        last = `${res.status} ${(await res.text()).slice(0, 300)}`;
+      } catch (error) {
+        last = String(error?.cause?.code ?? error);
+      }
+      await sleep(250);
+    }
+    throw new Error(`${name} not ready on port ${PORT_OF[name]} within 90 s (${last}); see ${logFile}`);
+  }
+
+  /** Throws unless every service is running and ready. */
+  async checkReady() {
+    for (const name of SERVICES) {
+      if (this.#children.get(name)?.exitCode !== null) throw new Error(`${name} exited`);
+      const res = await fetch(`http://127.0.0.1:${PORT_OF[name]}/readyz`);
+      if (!res.ok) throw new Error(`${name} not ready`);
+    }
+  }
+
+  async stop() {
+    await Promise.all(
+      [...this.#children.entries()].reverse().map(async ([name, child]) => {
+        if (child.exitCode === null && child.signalCode === null) {
+          const exited = new Promise((done) => child.once('exit', done));
+          child.kill('SIGTERM');
+          const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+          await exited;
+          clearTimeout(timer);
+        }
+        this.#children.delete(name);
+      }),
+    );
+  }
+}
+
+/** An S3 client of the bench's server, with the storage service's checksum settings. */
+export function benchS3Client(maxSockets = 16) {
+  return new S3Client({
+    endpoint: S3.endpoint,
+    region: S3.region,
+    forcePathStyle: true,
+    credentials: { accessKeyId: S3.accessKeyId, secretAccessKey: S3.secretAccessKey },
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    requestHandler: { httpAgent: new Agent({ keepAlive: true, maxSockets }) },
+  });
+}
+
+export async function ensureBucket(s3) {
+  try {
+    await s3.send(new CreateBucketCommand({ Bucket: S3.bucket }));
+  } catch (error) {
+    if (error?.name !== 'BucketAlreadyOwnedByYou' && error?.name !== 'BucketAlreadyExists') throw error;
+  }
+}
+
+/** The bucket belongs to the benchmarks alone: whatever an earlier run left is removed. */
+export async function deleteAllObjects(s3) {
+  let token;
+  do {
+    const page = await s3.send(new ListObjectsV2Command({ Bucket: S3.bucket, ContinuationToken: token }));
+    const keys = (page.Contents ?? []).map((o) => ({ Key: o.Key }));
+    if (keys.length) await s3.send(new DeleteObjectsCommand({ Bucket: S3.bucket, Delete: { Objects: keys, Quiet: true } }));
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token);
+}
+
+/** "100MiB" → { label, bytes }. */
+export function parseSize(text) {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text);
+  const units = { '': 1, b: 1, k: 1024, kib: 1024, kb: 1e3, m: MiB, mib: MiB, mb: 1e6, g: GiB, gib: GiB, gb: 1e9 };
+  const unit = m ? units[m[2].toLowerCase()] : undefined;
+  if (!m || unit === undefined) throw new Error(`bad size "${text}" (use e.g. 16MiB, 100MiB, 1GiB)`);
+  return { label: text.trim(), bytes: Math.round(Number(m[1]) * unit) };
+}
+
+/**
+ * Replaces the generated section `name` of docs/benchmarks.md (between its start and end markers),
+ * keeping anything written around it; appends it when the file has none yet.
+ */
+export function writeDocsSection(name, script, body) {
+  const start = `<!-- bench:${name}:start (generated by bench/${script}) -->`;
+  const startPrefix = `<!-- bench:${name}:start`;
+  const end = `<!-- bench:${name}:end -->`;
+  const block = `${start}\n${body.replace(/\n*$/, '\n')}${end}`;
+  mkdirSync(dirname(DOCS_FILE), { recursive: true });
+  let text = existsSync(DOCS_FILE) ? readFileSync(DOCS_FILE, 'utf8') : '';
+  const from = text.indexOf(startPrefix);
+  const to = text.indexOf(end);
+  if (from >= 0 && to > from) {
+    text = text.slice(0, from) + block + text.slice(to + end.length);
+  } else if (text) {
+    text = `${text.trimEnd()}\n\n${block}\n`;
+  } else {
+    text = `# Benchmarks\n\nMeasurements, not tests: \`npm test\` never runs them and nothing asserts wall-clock time. Each benchmark\nreports ratios against a baseline measured in the same run on the same machine.\n\n${block}\n`;
+  }
+  writeFileSync(DOCS_FILE, text);
+}
