@@ -2,7 +2,7 @@ import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { Queue } from 'bullmq';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ARCHIVE_JOB_OPTIONS, archiveJobId, JOB, manifestOf, newId, QUEUE } from '@app/contracts';
+import { JOB, JOBS, manifestOf, newId, QUEUE } from '@app/contracts';
 import { db } from '../support/db';
 import { TEST_BUCKET, TEST_REDIS_URL, testPort } from '../support/env';
 import { pollUntil } from '../support/poll';
@@ -53,7 +53,7 @@ async function requestArchive(session: { principalId: string; sessionId: string;
     [session.principalId, session.sessionId, manifest.hash, manifest.filesTotal, manifest.bytesTotal],
   );
   const archiveId = rows[0].id as string;
-  await queue.add(JOB.buildArchive, { archiveId }, { ...ARCHIVE_JOB_OPTIONS, jobId: archiveJobId(session.sessionId, manifest.hash) });
+  await queue.add(JOB.buildArchive, { archiveId }, { ...JOBS[JOB.buildArchive].options, jobId: JOBS[JOB.buildArchive].jobId({ archiveId }) });
   return { archiveId, manifest };
 }
 
@@ -94,7 +94,7 @@ describe('archive build through the worker', () => {
     expect(sha256(extracted.get('b.bin')!)).toBe(sha256(session.artifacts[1]!.data));
     expect(extracted.get('a (2).txt')!.toString()).toBe('second a\n');
 
-    const rerun = await queue.add(JOB.buildArchive, { archiveId }, { jobId: `${archiveJobId(session.sessionId, manifest.hash)}-again` });
+    const rerun = await queue.add(JOB.buildArchive, { archiveId }, { jobId: `${JOBS[JOB.buildArchive].jobId({ archiveId })}-again` });
     await pollUntil(async () => (await rerun.getState()) === 'completed' || (await queue.getJob(rerun.id!)) === undefined, 're-run done', 20_000);
     expect((await archiveRow(archiveId))!.storage_key).toBe(row!.storage_key);
   });

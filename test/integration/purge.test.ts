@@ -2,7 +2,7 @@ import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { Queue } from 'bullmq';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { JOB, purgeJobId, QUEUE } from '@app/contracts';
+import { JOB, JOBS, QUEUE } from '@app/contracts';
 import { db } from '../support/db';
 import { TEST_BUCKET, TEST_REDIS_URL, testPort } from '../support/env';
 import { pollUntil } from '../support/poll';
@@ -30,7 +30,7 @@ afterAll(async () => {
 describe('purge through the worker', () => {
   it('a queued purge deletes the bytes and the row', async () => {
     const object = await purgingObject();
-    await queue.add(JOB.purgeObject, { objectId: object.id }, { jobId: purgeJobId(object.id) });
+    await queue.add(JOB.purgeObject, { objectId: object.id }, { jobId: JOBS[JOB.purgeObject].jobId({ objectId: object.id }) });
     await pollUntil(async () => !(await objectExists(object.key)), 'object deleted from the bucket', 20_000);
     await pollUntil(async () => (await db.query('SELECT 1 FROM stored_objects WHERE id = $1', [object.id])).rowCount === 0, 'row deleted', 20_000);
   });
@@ -44,7 +44,7 @@ describe('purge through the worker', () => {
   it('never deletes an object that still has references', async () => {
     const object = await purgingObject();
     await db.query(`UPDATE stored_objects SET status = 'READY', ref_count = 1 WHERE id = $1`, [object.id]);
-    const job = await queue.add(JOB.purgeObject, { objectId: object.id }, { jobId: `${purgeJobId(object.id)}-check` });
+    const job = await queue.add(JOB.purgeObject, { objectId: object.id }, { jobId: `${JOBS[JOB.purgeObject].jobId({ objectId: object.id })}-check` });
     await pollUntil(async () => (await job.getState()) === 'completed', 'job done', 20_000);
     expect(await job.isCompleted()).toBe(true);
     expect(await objectExists(object.key)).toBe(true);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '@app/contracts';
-import { ContainerFileRepository, FileRepository, PrismaService, PrincipalRepository, ResponseRepository, SessionRepository, StoredObjectRepository } from '@app/db';
+import { ContainerFileRepository, ContainerRepository, FileRepository, MaintenanceRepository, PrismaService, PrincipalRepository, ResponseRepository, SessionRepository, StoredObjectRepository, type Db } from '@app/db';
 import { TEST_DATABASE_URL } from '../support/env';
 
 const prisma = new PrismaService(TEST_DATABASE_URL, 4);
@@ -9,23 +9,36 @@ const principals = new PrincipalRepository(prisma);
 const objects = new StoredObjectRepository(prisma);
 const files = new FileRepository(prisma);
 const sessions = new SessionRepository(prisma);
+const containers = new ContainerRepository(prisma);
 const containerFiles = new ContainerFileRepository(prisma);
 const responses = new ResponseRepository(prisma);
+const maintenance = new MaintenanceRepository(prisma);
+/** Runs `fn` in one transaction with repositories bound to it, as a unit of work does. */
+const inTx = <T>(fn: (tx: Db) => Promise<T>) => prisma.$transaction((tx) => fn(tx));
 
 let alice: string;
 let bob: string;
 
 async function readyObject(principalId: string) {
   const object = await objects.createUploading(principalId);
-  await prisma.$transaction((tx) => objects.markReady(tx, principalId, object.id, 3, 'ab'.repeat(32)));
+  await objects.markReady(principalId, object.id, 3, 'ab'.repeat(32));
   return object;
 }
 
 async function newFile(principalId: string, extra: Partial<{ expiresAt: Date }> = {}) {
   const object = await readyObject(principalId);
-  return prisma.$transaction((tx) =>
-    files.create(tx, principalId, { id: newId('file'), objectId: object.id, filename: 'x.txt', bytes: 3, contentType: 'text/plain', sha256: 'ab'.repeat(32), purpose: 'user_data', createdAt: new Date(), expiresAt: extra.expiresAt ?? null }),
+  return inTx((tx) =>
+    new FileRepository(tx).create(principalId, { id: newId('file'), objectId: object.id, filename: 'x.txt', bytes: 3, contentType: 'text/plain', sha256: 'ab'.repeat(32), purpose: 'user_data', createdAt: new Date(), expiresAt: extra.expiresAt ?? null }),
   );
+}
+
+async function newSession(principalId: string) {
+  const ids = { sessionId: newId('session'), containerId: newId('container') };
+  await inTx(async (tx) => {
+    await new SessionRepository(tx).create(principalId, { id: ids.sessionId, currentContainerId: ids.containerId, metadata: {} });
+    await new ContainerRepository(tx).create(principalId, { id: ids.containerId, sessionId: ids.sessionId, name: null });
+  });
+  return ids;
 }
 
 beforeAll(async () => {
@@ -59,66 +72,70 @@ describe('repositories against the real Postgres', () => {
 
   it('reference counts: retain and release, PURGING at zero, never negative', async () => {
     const object = await readyObject(alice);
-    expect(await prisma.$transaction((tx) => objects.retain(tx, alice, object.id))).toBe(true);
-    expect(await prisma.$transaction((tx) => objects.release(tx, [object.id]))).toEqual([]);
-    expect(await prisma.$transaction((tx) => objects.release(tx, [object.id]))).toEqual([object.id]);
-    const row = await objects.findForPurge(object.id);
+    expect(await objects.retain(alice, object.id)).toBe(true);
+    expect(await inTx((tx) => new StoredObjectRepository(tx).release([object.id]))).toEqual([]);
+    expect(await inTx((tx) => new StoredObjectRepository(tx).release([object.id]))).toEqual([object.id]);
+    const row = await objects.find(object.id);
     expect(row).toMatchObject({ status: 'PURGING', refCount: 0 });
-    expect(await prisma.$transaction((tx) => objects.retain(tx, alice, object.id))).toBe(false);
+    expect(await objects.retain(alice, object.id)).toBe(false);
+    await expect(inTx((tx) => new StoredObjectRepository(tx).release([object.id]))).rejects.toThrow(/more references than held/);
     expect(await objects.finishPurge(object.id)).toBe(true);
-    expect(await objects.findForPurge(object.id)).toBeNull();
+    expect(await objects.find(object.id)).toBeNull();
   });
 
   it('keeps a purged object as a tombstone while deleted rows point at it, then prunes both', async () => {
     const file = await newFile(alice);
-    const released = await prisma.$transaction(async (tx) => objects.release(tx, [(await files.markDeleted(tx, alice, file.id))!]));
+    const released = await inTx(async (tx) => new StoredObjectRepository(tx).release([(await new FileRepository(tx).markDeleted(alice, file.id))!]));
     expect(released).toEqual([file.objectId]);
+    expect(await files.markDeleted(alice, file.id)).toBeNull();
     expect(await objects.finishPurge(file.objectId)).toBe(true);
-    expect((await objects.findForPurge(file.objectId))?.status).toBe('PURGED');
-    await objects.pruneTombstones(new Date(Date.now() + 60_000));
-    expect(await objects.findForPurge(file.objectId)).toBeNull();
+    expect((await objects.find(file.objectId))?.status).toBe('PURGED');
+    await maintenance.pruneDeletedRows(new Date(Date.now() + 60_000));
+    expect(await objects.find(file.objectId)).toBeNull();
   });
 
   it('release counts an object listed twice twice', async () => {
     const object = await readyObject(alice);
-    await prisma.$transaction((tx) => objects.retain(tx, alice, object.id));
-    expect(await prisma.$transaction((tx) => objects.release(tx, [object.id, object.id]))).toEqual([object.id]);
+    await objects.retain(alice, object.id);
+    expect(await objects.release([object.id, object.id])).toEqual([object.id]);
   });
 
   it('expireDue marks due files deleted and hands back their objects', async () => {
     const due = await newFile(alice, { expiresAt: new Date(Date.now() - 5000) });
-    const released = await prisma.$transaction((tx) => files.expireDue(tx, new Date(), 10_000));
+    const released = await files.expireDue(new Date(), 10_000);
     expect(released).toContain(due.objectId);
-    expect(await prisma.$transaction((tx) => files.expireDue(tx, new Date(), 10_000))).not.toContain(due.objectId);
+    expect(await files.expireDue(new Date(), 10_000)).not.toContain(due.objectId);
   });
 
   it('session deletion takes its containers and artifacts, scoped to the owner', async () => {
-    const ids = { sessionId: newId('session'), containerId: newId('container') };
-    await prisma.$transaction((tx) => sessions.create(tx, alice, ids, {}, null));
+    const ids = await newSession(alice);
     const object = await readyObject(alice);
-    await prisma.$transaction((tx) =>
-      containerFiles.create(tx, alice, { id: newId('file'), sessionId: ids.sessionId, containerId: ids.containerId, objectId: object.id, filename: 'a.txt', bytes: 3, contentType: 'text/plain', sha256: 'ab'.repeat(32), source: 'user', responseId: null, createdAt: new Date() }),
+    await inTx((tx) =>
+      new ContainerFileRepository(tx).create(alice, { id: newId('file'), sessionId: ids.sessionId, containerId: ids.containerId, objectId: object.id, filename: 'a.txt', bytes: 3, contentType: 'text/plain', sha256: 'ab'.repeat(32), source: 'user', responseId: null, createdAt: new Date() }),
     );
-    expect(await prisma.$transaction((tx) => sessions.markDeleted(tx, bob, ids.sessionId))).toBeNull();
-    const objectIds = await prisma.$transaction((tx) => sessions.markDeleted(tx, alice, ids.sessionId));
-    expect(objectIds).toEqual([object.id]);
-    expect(await sessions.findContainerForOwner(alice, ids.containerId)).toBeNull();
+    expect(await sessions.markDeleted(bob, ids.sessionId)).toBe(false);
+    expect(await containerFiles.markDeletedInSession(bob, ids.sessionId)).toEqual([]);
+    expect(await sessions.markDeleted(alice, ids.sessionId)).toBe(true);
+    expect(await sessions.markDeleted(alice, ids.sessionId)).toBe(false);
+    await containers.markDeletedInSession(alice, ids.sessionId);
+    expect(await containerFiles.markDeletedInSession(alice, ids.sessionId)).toEqual([object.id]);
+    expect(await containerFiles.markDeletedInSession(alice, ids.sessionId)).toEqual([]);
+    expect(await containers.findForOwner(alice, ids.containerId)).toBeNull();
     expect((await containerFiles.listSessionArtifacts(alice, ids.sessionId, undefined, 10)).items).toEqual([]);
   });
 
   it('another principal cannot take a reference on an object', async () => {
     const object = await readyObject(alice);
-    expect(await prisma.$transaction((tx) => objects.retain(tx, bob, object.id))).toBe(false);
-    expect((await objects.findForPurge(object.id))?.refCount).toBe(1);
+    expect(await objects.retain(bob, object.id)).toBe(false);
+    expect((await objects.find(object.id))?.refCount).toBe(1);
   });
 
   describe('responses and task tokens', () => {
     async function startResponse(deadlineInMs = 60_000) {
-      const ids = { sessionId: newId('session'), containerId: newId('container') };
-      await prisma.$transaction((tx) => sessions.create(tx, alice, ids, {}, null));
+      const ids = await newSession(alice);
       const tokenHash = randomUUID();
-      const response = await prisma.$transaction((tx) =>
-        responses.create(tx, alice, { id: newId('response'), ...ids, agent: 'http', inputFileIds: ['file_in'], metadata: {}, taskTokenHash: tokenHash, deadlineAt: new Date(Date.now() + deadlineInMs), createdAt: new Date() }),
+      const response = await inTx((tx) =>
+        new ResponseRepository(tx).create(alice, { id: newId('response'), ...ids, agent: 'http', inputFileIds: ['file_in'], metadata: {}, taskTokenHash: tokenHash, deadlineAt: new Date(Date.now() + deadlineInMs), createdAt: new Date() }),
       );
       return { ids, tokenHash, response };
     }
@@ -138,11 +155,11 @@ describe('repositories against the real Postgres', () => {
       const late = await startResponse(-1);
       expect(await responses.findTaskScope(late.tokenHash)).toBeNull();
       const deleted = await startResponse();
-      await prisma.$transaction((tx) => sessions.markDeleted(tx, alice, deleted.ids.sessionId));
+      await sessions.markDeleted(alice, deleted.ids.sessionId);
       expect(await responses.findTaskScope(deleted.tokenHash)).toBeNull();
       expect(await responses.findForOwner(alice, deleted.response.id)).toBeNull();
       const replaced = await startResponse();
-      await prisma.$transaction((tx) => sessions.markContainerDeleted(tx, alice, replaced.ids.containerId, newId('container')));
+      await containers.markDeleted(alice, replaced.ids.containerId);
       expect(await responses.findTaskScope(replaced.tokenHash)).toBeNull();
     });
 

@@ -28,31 +28,31 @@ describe('storage service against the real S3 server', () => {
   it('streams a multipart put in, measures it, and reads it back whole and by range', async () => {
     const data = randomBytes(12 * MiB + 123);
     const k = key();
-    const receipt = await client.putObject(k, Readable.from([data.subarray(0, 7 * MiB), data.subarray(7 * MiB)]), { maxBytes: 64 * MiB });
+    const receipt = await client.put(k, Readable.from([data.subarray(0, 7 * MiB), data.subarray(7 * MiB)]), { maxBytes: 64 * MiB });
     expect(receipt).toEqual({ key: k, bytes: data.length, sha256: sha(data) });
-    const whole = await client.getObject(k);
+    const whole = await client.get(k);
     expect(whole.status).toBe(200);
     expect(sha(await drain(whole.body))).toBe(sha(data));
-    const part = await client.getObject(k, { start: 6 * MiB - 10, end: 6 * MiB + 9 });
+    const part = await client.get(k, { start: 6 * MiB - 10, end: 6 * MiB + 9 });
     expect(part.status).toBe(206);
     expect(part.contentRange).toBe(`bytes ${6 * MiB - 10}-${6 * MiB + 9}/${data.length}`);
     expect((await drain(part.body)).equals(data.subarray(6 * MiB - 10, 6 * MiB + 10))).toBe(true);
-    await client.deleteObject(k);
+    await client.delete(k);
     expect(await objectExists(k)).toBe(false);
-    await client.deleteObject(k); // deleting twice is fine
+    await client.delete(k); // deleting twice is fine
   });
 
   it('stores an empty object', async () => {
     const k = key();
-    expect((await client.putObject(k, Readable.from([]), { maxBytes: 10 })).bytes).toBe(0);
+    expect((await client.put(k, Readable.from([]), { maxBytes: 10 })).bytes).toBe(0);
     expect(await objectExists(k)).toBe(true);
-    await client.deleteObject(k);
+    await client.delete(k);
   });
 
   it('answers 413 one byte past the cap and leaves no object and no unfinished multipart upload', async () => {
     const k = key();
     const data = randomBytes(11 * MiB);
-    await expect(client.putObject(k, Readable.from([data]), { maxBytes: 11 * MiB - 1 })).rejects.toMatchObject({ code: 'file_too_large' });
+    await expect(client.put(k, Readable.from([data]), { maxBytes: 11 * MiB - 1 })).rejects.toMatchObject({ code: 'file_too_large' });
     expect(await objectExists(k)).toBe(false);
     expect((await unfinishedUploads()).filter((u) => u.startsWith(k))).toEqual([]);
   });
@@ -61,12 +61,12 @@ describe('storage service against the real S3 server', () => {
     const k = key();
     const cancel = new AbortController();
     const body = new Readable({ read() {} });
-    const put = client.putObject(k, body, { maxBytes: 64 * MiB, signal: cancel.signal });
+    const put = client.put(k, body, { maxBytes: 64 * MiB, signal: cancel.signal });
     body.push(randomBytes(11 * MiB)); // two parts are under way
     await pollUntil(async () => (await unfinishedUploads()).some((u) => u.startsWith(k)), 'the multipart upload has started', 20_000, 100);
     cancel.abort();
     await expect(put).rejects.toBeDefined();
-    await client.deleteObject(k); // waits for the put in flight to finish its cleanup
+    await client.delete(k); // waits for the put in flight to finish its cleanup
     expect((await unfinishedUploads()).filter((u) => u.startsWith(k))).toEqual([]);
     expect(await objectExists(k)).toBe(false);
   });

@@ -7,6 +7,7 @@ import { ArchivesModule } from './archives/archives.module';
 import { JobMetricsModule } from './jobs/job-metrics';
 import { PurgeProcessor } from './purge/purge.processor';
 import { PurgeService } from './purge/purge.service';
+import { SweepService } from './purge/sweep.service';
 
 const converterReport = {
   provide: READINESS_DETAILS,
@@ -16,6 +17,6 @@ const converterReport = {
 
 @Module({
   imports: [DbModule, PlatformIoModule.forRoot({ failFastOnRedisDown: false }), JobMetricsModule, PreviewsModule, ArchivesModule, platformHealth(PrismaService, { details: [converterReport], checks: { inject: [PreviewConverters], build: (converters: PreviewConverters) => [{ name: 'preview-converters', check: () => converters.checkedOnce() }] } })],
-  providers: [PurgeService, PurgeProcessor],
+  providers: [PurgeService, SweepService, PurgeProcessor],
 })
 export class WorkerModule {}

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { archiveJobId } from './queues';
 import { manifestOf } from './archive-manifest';
 
 const item = (id: string, filename = `${id}.txt`, bytes = 10, sha256 = 'a'.repeat(64)) => ({ id, filename, bytes, sha256 });
@@ -32,14 +31,5 @@ describe('manifestOf', () => {
 
   it('of an empty session is a fixed hash with zero totals', () => {
     expect(manifestOf([])).toEqual({ hash: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855', filesTotal: 0, bytesTotal: 0n });
-  });
-});
-
-describe('archiveJobId', () => {
-  it('is deterministic and free of the ":" BullMQ refuses', () => {
-    const hash = manifestOf([item('file_1')]).hash;
-    expect(archiveJobId('sess_abc', hash)).toBe(archiveJobId('sess_abc', hash));
-    expect(archiveJobId('sess_abc', hash)).not.toContain(':');
-    expect(archiveJobId('sess_abc', hash)).not.toBe(archiveJobId('sess_abd', hash));
   });
 });

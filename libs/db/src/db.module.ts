@@ -1,9 +1,14 @@
-import { Global, Inject, Injectable, Module, type OnModuleDestroy } from '@nestjs/common';
+import { Global, Inject, Injectable, Module, type OnModuleDestroy, type Provider } from '@nestjs/common';
 import { APP_CONFIG } from '@app/common/config/config.module';
+import { ObjectStager } from './lifecycle/object-stager';
+import { PrismaUnitOfWork, UnitOfWork } from './lifecycle/unit-of-work';
 import { PrismaService } from './prisma.service';
 import { ArchiveRepository } from './repositories/archive.repository';
 import { ContainerFileRepository } from './repositories/container-file.repository';
+import { ContainerRepository } from './repositories/container.repository';
+import { ConverterStatusRepository } from './repositories/converter-status.repository';
 import { FileRepository } from './repositories/file.repository';
+import { MaintenanceRepository } from './repositories/maintenance.repository';
 import { PreviewRepository } from './repositories/preview.repository';
 import { PrincipalRepository } from './repositories/principal.repository';
 import { ResponseRepository } from './repositories/response.repository';
@@ -18,9 +23,27 @@ class PrismaLifecycle implements OnModuleDestroy {
   }
 }
 
-const repository = <T>(type: new (prisma: PrismaService) => T) => ({ provide: type, useFactory: (prisma: PrismaService) => new type(prisma), inject: [PrismaService] });
+/** A repository outside any unit of work: on the process's client. */
+const repository = (type: new (db: PrismaService) => unknown): Provider => ({ provide: type, useFactory: (prisma: PrismaService) => new type(prisma), inject: [PrismaService] });
 
-/** Postgres through Prisma, and the repositories over it, for any app whose config has DATABASE_URL. */
+const REPOSITORIES: Array<new (db: PrismaService) => unknown> = [
+  StoredObjectRepository,
+  PrincipalRepository,
+  FileRepository,
+  SessionRepository,
+  ContainerRepository,
+  ContainerFileRepository,
+  ResponseRepository,
+  PreviewRepository,
+  ConverterStatusRepository,
+  ArchiveRepository,
+  MaintenanceRepository,
+];
+
+/**
+ * Postgres through Prisma: the repositories, the object stager and the unit of work, for any app whose
+ * config has DATABASE_URL. Needs the object store and the job bus (PlatformIoModule).
+ */
 @Global()
 @Module({
   providers: [
@@ -30,15 +53,10 @@ const repository = <T>(type: new (prisma: PrismaService) => T) => ({ provide: ty
       inject: [APP_CONFIG],
     },
     PrismaLifecycle,
-    repository(StoredObjectRepository),
-    repository(PrincipalRepository),
-    repository(FileRepository),
-    repository(SessionRepository),
-    repository(ContainerFileRepository),
-    repository(ResponseRepository),
-    repository(PreviewRepository),
-    repository(ArchiveRepository),
+    ...REPOSITORIES.map(repository),
+    ObjectStager,
+    { provide: UnitOfWork, useClass: PrismaUnitOfWork },
   ],
-  exports: [PrismaService, StoredObjectRepository, PrincipalRepository, FileRepository, SessionRepository, ContainerFileRepository, ResponseRepository, PreviewRepository, ArchiveRepository],
+  exports: [PrismaService, ...REPOSITORIES, ObjectStager, UnitOfWork],
 })
 export class DbModule {}

@@ -1,5 +1,5 @@
 import { PrismaPg } from '@prisma/adapter-pg';
-import { PrismaClient } from './generated/client';
+import { PrismaClient, type Prisma } from './generated/client';
 
 /** The one Prisma client of a process, on the pg driver adapter (no native query engine). */
 export class PrismaService extends PrismaClient {
@@ -12,4 +12,5 @@ export class PrismaService extends PrismaClient {
   }
 }
 
-export type Tx = Parameters<Parameters<PrismaService['$transaction']>[0]>[0];
+/** What a repository runs its queries on: the process's client, or the transaction of a unit of work. */
+export type Db = Prisma.TransactionClient;

@@ -1,27 +1,27 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { Request, Response } from 'express';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiError, APP_CONFIG, type GatewayConfig } from '@app/common';
-import { isId, ManifestHasher, type Manifest } from '@app/contracts';
+import { ApiError, APP_CONFIG, JobBus, type GatewayConfig } from '@app/common';
+import { isId, JOB, ManifestHasher, type Manifest } from '@app/contracts';
 import { ArchiveRepository, ContainerFileRepository, SessionRepository, type ArchiveRow } from '@app/db';
-import { DownloadService } from '../downloads/download.service';
-import { presentArchiveProgress } from '../http/presenters';
-import { ArchiveProducer } from './archive.producer';
+import { type Download, Downloads } from '../downloads/downloads';
 
 /** Artifact rows read per query while hashing a session's manifest. */
 const MANIFEST_BATCH = 1_000;
 /** How often a waiting request looks at the archive row. */
 const POLL_INTERVAL_MS = 200;
 /** What a 202 asks the client to wait before it asks again. */
-const RETRY_AFTER_SECONDS = 2;
+export const ARCHIVE_RETRY_AFTER_SECONDS = 2;
 /**
  * A build that failed all its tries is answered 503 for this long before a request may start it again:
  * otherwise a client polling every Retry-After would restart a hopeless build forever and never hear why.
  */
 export const FAILED_BUILD_COOLDOWN_MS = 30_000;
 
+/** A ready archive to download, or the progress of its build. */
+export type ArchiveAnswer = { kind: 'ready'; download: Download } | { kind: 'building'; archive: ArchiveRow };
+
 /**
- * GET /v1/sessions/{sid}/files/archive (PROFILE §7). The archive is named by the session's manifest
+ * GET /v1/sessions/{sid}/files/archive. The archive is named by the session's manifest
  * (the exact set of artifacts, hashed): a ready one is served at once like any download; otherwise the
  * build is queued (once per manifest), awaited up to ARCHIVE_WAIT_MS, and else answered 202 with its
  * progress. A new or deleted artifact changes the manifest, so the next request builds anew.
@@ -32,12 +32,13 @@ export class ArchivesService {
     @Inject(SessionRepository) private readonly sessions: SessionRepository,
     @Inject(ContainerFileRepository) private readonly containerFiles: ContainerFileRepository,
     @Inject(ArchiveRepository) private readonly archives: ArchiveRepository,
-    @Inject(ArchiveProducer) private readonly producer: ArchiveProducer,
-    @Inject(DownloadService) private readonly downloads: DownloadService,
+    @Inject(JobBus) private readonly jobs: JobBus,
+    @Inject(Downloads) private readonly downloads: Downloads,
     @Inject(APP_CONFIG) private readonly config: GatewayConfig,
   ) {}
 
-  async send(req: Request, res: Response, principalId: string, sessionId: string): Promise<void> {
+  /** `isGone` tells a waiting request that its client hung up: it stops waiting. */
+  async archive(principalId: string, sessionId: string, isGone: () => boolean): Promise<ArchiveAnswer> {
     if (!isId('session', sessionId) || !(await this.sessions.findForOwner(principalId, sessionId))) throw ApiError.notFound('session');
     const manifest = await this.manifestOf(principalId, sessionId);
     let archive = await this.archives.findForManifest(principalId, sessionId, manifest.hash);
@@ -46,17 +47,25 @@ export class ArchivesService {
       archive = await this.archives.requestBuild(principalId, sessionId, manifest);
       if (!archive) throw ApiError.notFound('session');
       if (archive.status !== 'ready') {
-        await this.producer.enqueue(sessionId, manifest.hash, archive.id);
-        archive = await this.waitForBuild(req, principalId, sessionId, archive);
+        await this.enqueue(archive.id);
+        archive = await this.waitForBuild(principalId, sessionId, archive, isGone);
       }
     }
     if (archive.status === 'ready' && archive.object) {
       const { object } = archive;
-      await this.downloads.send(req, res, { storageKey: object.storageKey, sha256: object.sha256 ?? archive.id, bytes: object.bytes, contentType: 'application/zip', filename: `${sessionId}.zip` });
-      return;
+      return { kind: 'ready', download: this.downloads.of({ storageKey: object.storageKey, sha256: object.sha256 ?? archive.id, bytes: object.bytes, contentType: 'application/zip', filename: `${sessionId}.zip` }) };
     }
     if (archive.status === 'failed') this.refuseWhileCoolingDown(archive);
-    res.status(202).setHeader('retry-after', String(RETRY_AFTER_SECONDS)).setHeader('cache-control', 'no-store').json(presentArchiveProgress(archive));
+    return { kind: 'building', archive };
+  }
+
+  /** Nothing else would ever build it: a queue that does not take the job is a 503 now, not a 202 forever. */
+  private async enqueue(archiveId: string): Promise<void> {
+    try {
+      await this.jobs.add(JOB.buildArchive, [{ archiveId }]);
+    } catch {
+      throw new ApiError('service_unavailable', 'Archives cannot be built right now; try again.');
+    }
   }
 
   private refuseWhileCoolingDown(archive: ArchiveRow): void {
@@ -84,10 +93,10 @@ export class ArchivesService {
    * that vanishes was superseded (the artifacts changed under it): the last state seen is answered,
    * and the client's next request builds the new manifest. A session deleted meanwhile is a 404.
    */
-  private async waitForBuild(req: Request, principalId: string, sessionId: string, archive: ArchiveRow): Promise<ArchiveRow> {
+  private async waitForBuild(principalId: string, sessionId: string, archive: ArchiveRow, isGone: () => boolean): Promise<ArchiveRow> {
     const deadline = Date.now() + this.config.ARCHIVE_WAIT_MS;
     let last = archive;
-    while (Date.now() < deadline && !req.destroyed) {
+    while (Date.now() < deadline && !isGone()) {
       await sleep(Math.min(POLL_INTERVAL_MS, Math.max(0, deadline - Date.now())));
       const current = await this.archives.findForManifest(principalId, sessionId, archive.manifestHash);
       if (!current) {

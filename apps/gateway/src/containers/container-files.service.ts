@@ -1,14 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { Request, Response } from 'express';
-import { ApiError, PurgeProducer } from '@app/common';
-import { isId, newId } from '@app/contracts';
-import { ContainerFileRepository, PrismaService, SessionRepository, StoredObjectRepository, type ContainerFileRow, type ContainerRow, type Tx } from '@app/db';
+import { ApiError } from '@app/common';
+import { isId } from '@app/contracts';
+import { ContainerFileRepository, UnitOfWork, type ContainerFileListing, type ContainerFileRow, type Page } from '@app/db';
 import type { ArtifactOrigin } from '../auth/task-scope';
-import { ArtifactWriter } from './artifact-writer.service';
-import { FileCopier } from './file-copier.service';
-import { DownloadService } from '../downloads/download.service';
+import { type Download, Downloads } from '../downloads/downloads';
 import type { ListQuery } from '../http/list-query';
-import { MultipartUploadService } from '../uploads/multipart-upload.service';
+import type { UploadBody } from '../http/upload-body';
+import { UploadReceiver } from '../uploads/upload-receiver';
+import { ArtifactWriter } from './artifact-writer.service';
+import { copyFileInto, holdContainerForWrite } from './container-writes';
 import { ContainersService } from './containers.service';
 
 const ignoreFields = () => undefined;
@@ -17,23 +17,18 @@ const ignoreFields = () => undefined;
 @Injectable()
 export class ContainerFilesService {
   constructor(
-    @Inject(PrismaService) private readonly prisma: PrismaService,
+    @Inject(UnitOfWork) private readonly uow: UnitOfWork,
     @Inject(ContainersService) private readonly containers: ContainersService,
-    @Inject(SessionRepository) private readonly sessions: SessionRepository,
     @Inject(ContainerFileRepository) private readonly containerFiles: ContainerFileRepository,
-    @Inject(StoredObjectRepository) private readonly objects: StoredObjectRepository,
-    @Inject(MultipartUploadService) private readonly uploads: MultipartUploadService,
+    @Inject(UploadReceiver) private readonly receiver: UploadReceiver,
     @Inject(ArtifactWriter) private readonly artifacts: ArtifactWriter,
-    @Inject(DownloadService) private readonly downloads: DownloadService,
-    @Inject(FileCopier) private readonly copier: FileCopier,
-    @Inject(PurgeProducer) private readonly purges: PurgeProducer,
+    @Inject(Downloads) private readonly downloads: Downloads,
   ) {}
 
   /** A multipart upload into the container, through the same streaming path and limits as /v1/files. */
-  async upload(req: Request, principalId: string, containerId: string, origin: ArtifactOrigin): Promise<ContainerFileRow> {
-    this.uploads.checkDeclaredLength(req);
+  async upload(principalId: string, containerId: string, body: UploadBody, origin: ArtifactOrigin): Promise<ContainerFileRow> {
     await this.containers.get(principalId, containerId);
-    const upload = await this.uploads.receive(req, principalId, ignoreFields);
+    const upload = await this.receiver.receive(body, principalId, ignoreFields);
     return this.artifacts.commit(principalId, containerId, origin, upload);
   }
 
@@ -42,7 +37,7 @@ export class ContainerFilesService {
     await this.containers.get(principalId, containerId);
     const fileId = body.file_id;
     if (typeof fileId !== 'string') throw ApiError.invalid('Send a multipart file part, or JSON {"file_id": "file_…"}.', 'file_id');
-    return this.prisma.$transaction(async (tx) => this.copier.copyInto(tx, principalId, await this.liveContainer(tx, principalId, containerId), fileId, 'file_id', origin));
+    return this.uow.run(async (work) => copyFileInto(work, principalId, await holdContainerForWrite(work, principalId, containerId), fileId, 'file_id', origin));
   }
 
   async get(principalId: string, containerId: string, id: string): Promise<ContainerFileRow> {
@@ -51,30 +46,29 @@ export class ContainerFilesService {
     return file;
   }
 
-  async list(principalId: string, containerId: string, query: ListQuery) {
+  async list(principalId: string, containerId: string, query: ListQuery): Promise<Page<ContainerFileListing>> {
     await this.containers.get(principalId, containerId);
     const afterSeq = query.after ? await this.containerFiles.cursorSeq(principalId, { containerId }, query.after) : undefined;
     if (afterSeq === null) throw ApiError.invalid('after must be the id of a file in this container.', 'after');
     return this.containerFiles.listForContainer(principalId, containerId, { ...query, afterSeq });
   }
 
-  async download(req: Request, res: Response, principalId: string, containerId: string, id: string): Promise<void> {
-    await this.downloads.send(req, res, await this.get(principalId, containerId, id));
+  async download(principalId: string, containerId: string, id: string): Promise<Download> {
+    return this.downloads.of(await this.get(principalId, containerId, id));
   }
 
+  /**
+   * Deletes one artifact and the session's archives (they hold its bytes), under the session's lock; of
+   * concurrent deletes of it, its container or its session, exactly one releases its reference.
+   */
   async delete(principalId: string, containerId: string, id: string): Promise<void> {
-    if (!isId('container', containerId) || !isId('file', id)) throw ApiError.notFound('container file');
-    const released = await this.prisma.$transaction(async (tx) => {
-      const objectIds = await this.containerFiles.markDeleted(tx, principalId, containerId, id);
-      if (!objectIds) throw ApiError.notFound('container file');
-      return this.objects.release(tx, objectIds);
+    const file = await this.get(principalId, containerId, id);
+    await this.uow.run(async (work) => {
+      if (!(await work.sessions.lockLive(principalId, file.sessionId, 'exclusive'))) throw ApiError.notFound('container file');
+      const objectId = await work.containerFiles.markDeleted(principalId, containerId, id);
+      if (!objectId) throw ApiError.notFound('container file');
+      const archives = await work.archives.deleteForSession(principalId, file.sessionId);
+      await work.release([objectId, ...archives]);
     });
-    await this.purges.enqueue(released);
-  }
-
-  private async liveContainer(tx: Tx, principalId: string, containerId: string): Promise<ContainerRow> {
-    const container = await this.sessions.findContainerForOwner(principalId, containerId, tx);
-    if (!container) throw ApiError.notFound('container');
-    return container;
   }
 }

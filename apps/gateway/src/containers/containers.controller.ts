@@ -1,20 +1,21 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { type Caller, CallerOf, PrincipalId, TaskScoped } from '../auth/auth';
 import { checkContainerScope, checkInputFileScope, originOf } from '../auth/task-scope';
 import { listBody, parseListQuery } from '../http/list-query';
 import { presentContainer, presentContainerFile } from '../http/presenters';
+import { ResponseWriter } from '../http/response-writer';
+import { isMultipart, uploadBodyOf, UploadLengthGuard } from '../http/upload-body';
 import { bodyObject } from '../sessions/metadata';
 import { ContainerFilesService } from './container-files.service';
 import { ContainersService } from './containers.service';
-
-const isMultipart = (req: Request) => /^multipart\/form-data/i.test(req.headers['content-type'] ?? '');
 
 @Controller('v1/containers')
 export class ContainersController {
   constructor(
     @Inject(ContainersService) private readonly containers: ContainersService,
     @Inject(ContainerFilesService) private readonly containerFiles: ContainerFilesService,
+    @Inject(ResponseWriter) private readonly writer: ResponseWriter,
   ) {}
 
   @Post()
@@ -43,9 +44,10 @@ export class ContainersController {
   @Post(':cid/files')
   @HttpCode(200)
   @TaskScoped()
+  @UseGuards(UploadLengthGuard)
   async addFile(@CallerOf() caller: Caller, @Param('cid') cid: string, @Req() req: Request, @Body() body: unknown) {
     checkContainerScope(caller, cid);
-    if (isMultipart(req)) return presentContainerFile(await this.containerFiles.upload(req, caller.principalId, cid, originOf(caller)));
+    if (isMultipart(req)) return presentContainerFile(await this.containerFiles.upload(caller.principalId, cid, uploadBodyOf(req), originOf(caller)));
     const fields = bodyObject(body);
     checkInputFileScope(caller, fields.file_id, 'file_id');
     return presentContainerFile(await this.containerFiles.copy(caller.principalId, cid, fields, originOf(caller)));
@@ -70,7 +72,7 @@ export class ContainersController {
   @TaskScoped()
   async content(@CallerOf() caller: Caller, @Param('cid') cid: string, @Param('fid') fid: string, @Req() req: Request, @Res() res: Response) {
     checkContainerScope(caller, cid);
-    await this.containerFiles.download(req, res, caller.principalId, cid, fid);
+    await this.writer.download(req, res, await this.containerFiles.download(caller.principalId, cid, fid));
   }
 
   @Delete(':cid/files/:fid')

@@ -1,24 +1,32 @@
-import { Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req, Res } from '@nestjs/common';
+import { Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { type Caller, CallerOf, PrincipalId, TaskScoped } from '../auth/auth';
 import { checkInputFileScope } from '../auth/task-scope';
-import { listBody, parseListQuery } from '../http/list-query';
+import { listBody, parseListQuery, singleQueryValue } from '../http/list-query';
 import { presentFile } from '../http/presenters';
+import { ResponseWriter } from '../http/response-writer';
+import { uploadBodyOf, UploadLengthGuard } from '../http/upload-body';
+import { toPurpose } from './file-fields';
 import { FilesService } from './files.service';
 
 @Controller('v1/files')
 export class FilesController {
-  constructor(@Inject(FilesService) private readonly files: FilesService) {}
+  constructor(
+    @Inject(FilesService) private readonly files: FilesService,
+    @Inject(ResponseWriter) private readonly writer: ResponseWriter,
+  ) {}
 
   @Post()
   @HttpCode(200)
+  @UseGuards(UploadLengthGuard)
   async upload(@PrincipalId() principalId: string, @Req() req: Request) {
-    return presentFile(await this.files.upload(req, principalId));
+    return presentFile(await this.files.upload(principalId, uploadBodyOf(req)));
   }
 
   @Get()
   async list(@PrincipalId() principalId: string, @Query() query: Record<string, unknown>) {
-    const page = await this.files.list(principalId, parseListQuery(query), typeof query.purpose === 'string' ? query.purpose : undefined);
+    const purpose = singleQueryValue(query, 'purpose');
+    const page = await this.files.list(principalId, { ...parseListQuery(query), purpose: purpose === undefined ? undefined : toPurpose(purpose) });
     return listBody(page.items.map(presentFile), page.hasMore);
   }
 
@@ -33,7 +41,7 @@ export class FilesController {
   @TaskScoped()
   async content(@CallerOf() caller: Caller, @Param('id') id: string, @Req() req: Request, @Res() res: Response) {
     checkInputFileScope(caller, id);
-    await this.files.download(req, res, caller.principalId, id);
+    await this.writer.download(req, res, await this.files.download(caller.principalId, id));
   }
 
   @Delete(':id')

@@ -1,50 +1,45 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { Request, Response } from 'express';
-import { ApiError, PurgeProducer } from '@app/common';
+import { ApiError } from '@app/common';
 import { isId, newId } from '@app/contracts';
-import { FileRepository, PrismaService, StoredObjectRepository, type FileRow } from '@app/db';
-import { DownloadService } from '../downloads/download.service';
-import { type ListQuery } from '../http/list-query';
-import { MultipartUploadService } from '../uploads/multipart-upload.service';
-import { ObjectKeeper } from '../uploads/object-keeper.service';
-import { checkFileField, readFileFields, toPurpose } from './file-fields';
+import { FileRepository, UnitOfWork, type FilePurpose, type FileRow, type Page } from '@app/db';
+import { type Download, Downloads } from '../downloads/downloads';
+import type { ListQuery } from '../http/list-query';
+import type { UploadBody } from '../http/upload-body';
+import { UploadReceiver } from '../uploads/upload-receiver';
+import { checkFileField, readFileFields } from './file-fields';
 
 /** Uploaded files (`/v1/files`), scoped to the calling principal. */
 @Injectable()
 export class FilesService {
   constructor(
-    @Inject(PrismaService) private readonly prisma: PrismaService,
+    @Inject(UnitOfWork) private readonly uow: UnitOfWork,
     @Inject(FileRepository) private readonly files: FileRepository,
-    @Inject(StoredObjectRepository) private readonly objects: StoredObjectRepository,
-    @Inject(MultipartUploadService) private readonly uploads: MultipartUploadService,
-    @Inject(ObjectKeeper) private readonly keeper: ObjectKeeper,
-    @Inject(DownloadService) private readonly downloads: DownloadService,
-    @Inject(PurgeProducer) private readonly purges: PurgeProducer,
+    @Inject(UploadReceiver) private readonly receiver: UploadReceiver,
+    @Inject(Downloads) private readonly downloads: Downloads,
   ) {}
 
-  async upload(req: Request, principalId: string): Promise<FileRow> {
-    const upload = await this.uploads.receive(req, principalId, checkFileField);
-    try {
-      const { purpose, expiresInSeconds } = readFileFields(upload.fields);
-      const createdAt = new Date();
-      return await this.prisma.$transaction(async (tx) => {
-        await this.objects.markReady(tx, principalId, upload.object.id, upload.receipt.bytes, upload.receipt.sha256);
-        return this.files.create(tx, principalId, {
+  /** The file part streams into the bucket; then one unit of work keeps it as a file, or nothing is kept. */
+  async upload(principalId: string, body: UploadBody): Promise<FileRow> {
+    const upload = await this.receiver.receive(body, principalId, checkFileField);
+    return this.uow.run(
+      async (work) => {
+        const { purpose, expiresInSeconds } = readFileFields(upload.fields);
+        const createdAt = new Date();
+        await work.adopt(upload.staged);
+        return work.files.create(principalId, {
           id: newId('file'),
-          objectId: upload.object.id,
+          objectId: upload.staged.id,
           filename: upload.filename,
-          bytes: upload.receipt.bytes,
+          bytes: upload.staged.bytes,
           contentType: upload.contentType,
-          sha256: upload.receipt.sha256,
+          sha256: upload.staged.sha256,
           purpose,
           createdAt,
           expiresAt: expiresInSeconds === null ? null : new Date(createdAt.getTime() + expiresInSeconds * 1000),
         });
-      });
-    } catch (error) {
-      await this.keeper.discard(upload.object);
-      throw error;
-    }
+      },
+      { staged: [upload.staged] },
+    );
   }
 
   async get(principalId: string, id: string): Promise<FileRow> {
@@ -53,23 +48,23 @@ export class FilesService {
     return file;
   }
 
-  async list(principalId: string, query: ListQuery, purpose: string | undefined) {
+  async list(principalId: string, query: ListQuery & { purpose?: FilePurpose }): Promise<Page<FileRow>> {
     const afterSeq = query.after ? await this.files.cursorSeq(principalId, query.after) : undefined;
     if (afterSeq === null) throw ApiError.invalid('after must be the id of a file in this list.', 'after');
-    return this.files.listForOwner(principalId, { ...query, afterSeq, purpose: purpose === undefined ? undefined : toPurpose(purpose) });
+    return this.files.listForOwner(principalId, { ...query, afterSeq });
   }
 
-  async download(req: Request, res: Response, principalId: string, id: string): Promise<void> {
-    await this.downloads.send(req, res, await this.get(principalId, id));
+  async download(principalId: string, id: string): Promise<Download> {
+    return this.downloads.of(await this.get(principalId, id));
   }
 
+  /** Of concurrent deletes exactly one succeeds and releases the file's reference; the others are 404. */
   async delete(principalId: string, id: string): Promise<void> {
     if (!isId('file', id)) throw ApiError.notFound('file');
-    const released = await this.prisma.$transaction(async (tx) => {
-      const objectId = await this.files.markDeleted(tx, principalId, id);
+    await this.uow.run(async (work) => {
+      const objectId = await work.files.markDeleted(principalId, id);
       if (!objectId) throw ApiError.notFound('file');
-      return this.objects.release(tx, [objectId]);
+      await work.release([objectId]);
     });
-    await this.purges.enqueue(released);
   }
 }

@@ -1,7 +1,7 @@
 import { Controller, Get, Inject } from '@nestjs/common';
 import { APP_CONFIG, Public, type GatewayConfig } from '@app/common';
 import { maxRequestBytes } from '../http/json-body.middleware';
-import { PreviewsService } from '../previews/previews.service';
+import { ConverterAvailability } from '../previews/converter-availability';
 
 export function limitsBody(config: GatewayConfig, previewFormats: string[]) {
   return {
@@ -18,13 +18,13 @@ export function limitsBody(config: GatewayConfig, previewFormats: string[]) {
 export class LimitsController {
   constructor(
     @Inject(APP_CONFIG) private readonly config: GatewayConfig,
-    @Inject(PreviewsService) private readonly previews: PreviewsService,
+    @Inject(ConverterAvailability) private readonly converters: ConverterAvailability,
   ) {}
 
   /** Preview formats are those some worker reported it can convert (converter_status). */
   @Public()
   @Get()
   async limits() {
-    return limitsBody(this.config, await this.previews.formats());
+    return limitsBody(this.config, await this.converters.formats());
   }
 }

@@ -2,13 +2,17 @@ import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Re
 import type { Response } from 'express';
 import { PrincipalId } from '../auth/auth';
 import { listBody, parseListQuery } from '../http/list-query';
-import { presentSession } from '../http/presenters';
+import { presentContainerFile, presentSession } from '../http/presenters';
+import { ResponseWriter } from '../http/response-writer';
 import { acceptMetadata, bodyObject } from './metadata';
 import { SessionsService } from './sessions.service';
 
 @Controller('v1/sessions')
 export class SessionsController {
-  constructor(@Inject(SessionsService) private readonly sessions: SessionsService) {}
+  constructor(
+    @Inject(SessionsService) private readonly sessions: SessionsService,
+    @Inject(ResponseWriter) private readonly writer: ResponseWriter,
+  ) {}
 
   @Post()
   @HttpCode(200)
@@ -33,10 +37,19 @@ export class SessionsController {
     return { id, object: 'session.deleted', deleted: true };
   }
 
+  /** Without `limit` the whole listing is streamed; with it, one page. */
   @Get(':id/files')
   async files(@PrincipalId() principalId: string, @Param('id') id: string, @Query() query: Record<string, unknown>, @Res() res: Response) {
-    // Without `limit` the whole listing is streamed; with it, one page (PROFILE §3).
     const { limit, after } = parseListQuery(query, { order: 'asc' });
-    await this.sessions.writeListing(res, principalId, id, { limit: query.limit === undefined ? undefined : limit, after });
+    const listing = await this.sessions.listing(principalId, id, { limit: query.limit === undefined ? undefined : limit, after });
+    if (listing.kind === 'page') {
+      res.status(200).json({ object: 'list', files: listing.page.items.map(presentContainerFile), has_more: listing.page.hasMore });
+      return;
+    }
+    await this.writer.jsonStream(res, { head: '{"object":"list","files":[', items: mapAsync(listing.items, presentContainerFile), tail: '],"has_more":false}' });
   }
+}
+
+async function* mapAsync<T, U>(items: AsyncIterable<T>, map: (item: T) => U): AsyncIterable<U> {
+  for await (const item of items) yield map(item);
 }

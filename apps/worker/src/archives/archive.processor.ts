@@ -1,18 +1,26 @@
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, type OnApplicationBootstrap } from '@nestjs/common';
 import type { Job } from 'bullmq';
-import { APP_CONFIG, LOGGER, requestContext, type AppLogger, type WorkerConfig } from '@app/common';
-import { JOB, JOB_NAMES_BY_QUEUE, QUEUE, type BuildArchivePayload } from '@app/contracts';
+import { APP_CONFIG, LOGGER, runJob, type AppLogger, type JobHandlers, type WorkerConfig } from '@app/common';
+import { JOB, parseJobPayload, QUEUE } from '@app/contracts';
 import { JobMetrics } from '../jobs/job-metrics';
 import { ArchiveBuildService } from './archive-build.service';
 
-/** Consumer of the archive queue: one build-archive job per session and manifest. */
+/** Consumer of the archive queue: one build-archive job per archive row. */
 @Processor(QUEUE.archive)
 export class ArchiveProcessor extends WorkerHost implements OnApplicationBootstrap {
+  private readonly handlers: JobHandlers<typeof QUEUE.archive> = {
+    [JOB.buildArchive]: async ({ archiveId }, job) => {
+      const outcome = await this.builds.build(archiveId);
+      this.metrics.count(job.name, outcome);
+      return outcome;
+    },
+  };
+
   constructor(
     @Inject(ArchiveBuildService) private readonly builds: ArchiveBuildService,
     @Inject(APP_CONFIG) private readonly config: WorkerConfig,
-    @Inject(JobMetrics) private readonly jobs: JobMetrics,
+    @Inject(JobMetrics) private readonly metrics: JobMetrics,
     @Inject(LOGGER) private readonly logger: AppLogger,
   ) {
     super();
@@ -22,23 +30,18 @@ export class ArchiveProcessor extends WorkerHost implements OnApplicationBootstr
     this.worker.concurrency = this.config.ARCHIVE_CONCURRENCY;
   }
 
-  async process(job: Job): Promise<unknown> {
-    const payload = job.data as BuildArchivePayload;
-    return requestContext.run({ requestId: payload.requestId ?? `job:${job.id}` }, async () => {
-      if (job.name !== JOB.buildArchive) throw new Error(`no handler for job ${job.name}; known: ${JOB_NAMES_BY_QUEUE[QUEUE.archive].join(', ')}`);
-      const outcome = await this.builds.build(payload.archiveId);
-      this.jobs.count(job.name, outcome);
-      return outcome;
-    });
+  process(job: Job): Promise<unknown> {
+    return runJob(QUEUE.archive, this.handlers, job);
   }
 
+  /** After the last try the row is marked failed, so the gateway answers 503 instead of waiting forever. */
   @OnWorkerEvent('failed')
   async onFailed(job: Job | undefined, error: Error): Promise<void> {
-    this.jobs.count(job?.name ?? 'unknown', 'failed');
+    this.metrics.count(job?.name ?? 'unknown', 'failed');
     this.logger.warn({ jobId: job?.id, job: job?.name, attempts: job?.attemptsMade, err: error }, 'job failed');
-    if (!job || job.attemptsMade < (job.opts.attempts ?? 1)) return;
+    if (!job || job.name !== JOB.buildArchive || job.attemptsMade < (job.opts.attempts ?? 1)) return;
     try {
-      await this.builds.giveUp((job.data as BuildArchivePayload).archiveId, error.message);
+      await this.builds.giveUp(parseJobPayload(JOB.buildArchive, job.data).archiveId, error.message);
     } catch (failure) {
       this.logger.error({ err: failure, jobId: job.id }, 'could not mark the archive failed');
     }

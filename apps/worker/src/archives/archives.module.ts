@@ -1,13 +1,9 @@
-import { BullModule } from '@nestjs/bullmq';
 import { Module } from '@nestjs/common';
-import { QUEUE } from '@app/contracts';
+import { ArchiveArtifacts } from './archive-artifacts';
 import { ArchiveBuildService } from './archive-build.service';
 import { ArchiveProcessor } from './archive.processor';
 import { ZipWriter } from './zip-writer';
 
 /** Builds session archives from the archive queue. */
-@Module({
-  imports: [BullModule.registerQueue({ name: QUEUE.archive })],
-  providers: [ZipWriter, ArchiveBuildService, ArchiveProcessor],
-})
+@Module({ providers: [ZipWriter, ArchiveArtifacts, ArchiveBuildService, ArchiveProcessor] })
 export class ArchivesModule {}

@@ -2,7 +2,7 @@ import { Inject, Injectable, type OnApplicationBootstrap, type OnModuleDestroy }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { APP_CONFIG, LOGGER, type AppLogger, type WorkerConfig } from '@app/common';
-import { PreviewRepository } from '@app/db';
+import { ConverterStatusRepository } from '@app/db';
 import { type ConverterRegistry, createPreviewConverters } from './converter.registry';
 import type { Availability } from './pdf-converter';
 
@@ -23,7 +23,7 @@ export class PreviewConverters implements OnApplicationBootstrap, OnModuleDestro
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: WorkerConfig,
-    @Inject(PreviewRepository) private readonly previews: PreviewRepository,
+    @Inject(ConverterStatusRepository) private readonly statuses: ConverterStatusRepository,
     @Inject(LOGGER) private readonly logger: AppLogger,
   ) {}
 
@@ -38,6 +38,11 @@ export class PreviewConverters implements OnApplicationBootstrap, OnModuleDestro
   /** Where jobs put a source and its PDF while they convert (beside, not inside, the converters' own dir). */
   get jobsDir(): string {
     return join(this.workDir, 'jobs');
+  }
+
+  /** How long a job waits for one conversion before it gives up (the converter's own limit plus its cleanup). */
+  get jobTimeoutMs(): number {
+    return this.config.PREVIEW_CONVERSION_TIMEOUT_MS + 15_000;
   }
 
   get(): Promise<ConverterRegistry> {
@@ -76,7 +81,7 @@ export class PreviewConverters implements OnApplicationBootstrap, OnModuleDestro
       const availability = await (await this.get()).availability();
       const changed = JSON.stringify(availability) !== JSON.stringify(this.lastAvailability);
       this.lastAvailability = availability;
-      await this.previews.saveConverterStates(Object.entries(availability).map(([name, state]) => ({ name, available: state.ok, reason: state.reason ?? null })));
+      await this.statuses.save(Object.entries(availability).map(([name, state]) => ({ name, available: state.ok, reason: state.reason ?? null })));
       this.checked = true;
       if (changed) this.logger.info({ converters: availability }, 'preview converters checked');
     } catch (error) {

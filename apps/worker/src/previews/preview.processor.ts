@@ -1,10 +1,10 @@
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, type OnApplicationBootstrap } from '@nestjs/common';
 import { type Job, UnrecoverableError } from 'bullmq';
-import { APP_CONFIG, LOGGER, requestContext, type AppLogger, type WorkerConfig } from '@app/common';
-import { JOB, QUEUE, type ConvertPreviewPayload } from '@app/contracts';
+import { APP_CONFIG, LOGGER, runJob, type AppLogger, type JobHandlers, type WorkerConfig } from '@app/common';
+import { JOB, QUEUE } from '@app/contracts';
 import { toConversionError } from './conversion.error';
-import { PreviewService } from './preview.service';
+import { PreviewConversionService } from './preview-conversion.service';
 
 /**
  * Consumer of the preview queue. A permanent failure (unsupported, corrupt, not a PDF) is recorded and
@@ -13,8 +13,22 @@ import { PreviewService } from './preview.service';
  */
 @Processor(QUEUE.preview, { autorun: false })
 export class PreviewProcessor extends WorkerHost implements OnApplicationBootstrap {
+  private readonly handlers: JobHandlers<typeof QUEUE.preview> = {
+    [JOB.convertPreview]: async ({ previewId, generation }, job) => {
+      try {
+        return await this.conversions.convert(previewId);
+      } catch (error) {
+        const failure = toConversionError(error);
+        const lastAttempt = failure.isPermanent || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+        if (lastAttempt) await this.conversions.fail(previewId, generation, failure);
+        this.logger.warn({ previewId, failure: failure.failure, permanent: failure.isPermanent, attempt: job.attemptsMade + 1, message: failure.message }, 'preview conversion failed');
+        throw failure.isPermanent ? new UnrecoverableError(failure.message) : failure;
+      }
+    },
+  };
+
   constructor(
-    @Inject(PreviewService) private readonly previews: PreviewService,
+    @Inject(PreviewConversionService) private readonly conversions: PreviewConversionService,
     @Inject(APP_CONFIG) private readonly config: WorkerConfig,
     @Inject(LOGGER) private readonly logger: AppLogger,
   ) {
@@ -28,20 +42,8 @@ export class PreviewProcessor extends WorkerHost implements OnApplicationBootstr
     void this.worker.run();
   }
 
-  async process(job: Job<ConvertPreviewPayload>): Promise<unknown> {
-    if (job.name !== JOB.convertPreview) throw new UnrecoverableError(`no handler for job ${job.name} on the preview queue`);
-    const { previewId, generation, requestId } = job.data;
-    return requestContext.run({ requestId: requestId ?? `job:${job.id}` }, async () => {
-      try {
-        return await this.previews.convert(previewId);
-      } catch (error) {
-        const failure = toConversionError(error);
-        const lastAttempt = failure.isPermanent || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-        if (lastAttempt) await this.previews.fail(previewId, generation, failure);
-        this.logger.warn({ previewId, failure: failure.failure, permanent: failure.isPermanent, attempt: job.attemptsMade + 1, message: failure.message }, 'preview conversion failed');
-        throw failure.isPermanent ? new UnrecoverableError(failure.message) : failure;
-      }
-    });
+  process(job: Job): Promise<unknown> {
+    return runJob(QUEUE.preview, this.handlers, job);
   }
 
   @OnWorkerEvent('error')

@@ -1,10 +1,11 @@
 import { BullModule } from '@nestjs/bullmq';
 import { type DynamicModule, Module, type Provider, type Type } from '@nestjs/common';
-import { QUEUE } from '@app/contracts';
+import { QUEUE_NAMES } from '@app/contracts';
 import { APP_CONFIG } from '../config/config.module';
 import { HealthModule, READINESS_CHECKS, type ReadinessCheck } from '../health/health';
-import { StorageClient } from '../http/storage.client';
-import { PurgeProducer } from './purge.producer';
+import { ObjectStore } from '../storage/object-store';
+import { StorageClient } from '../storage/storage.client';
+import { JobBus } from './job-bus';
 
 interface PlatformConfig {
   REDIS_URL: string;
@@ -13,7 +14,8 @@ interface PlatformConfig {
 }
 
 /**
- * What the gateway and the worker both reach: the storage service, the queues (Redis) and Postgres,
+ * What the gateway and the worker both reach: the object store (the storage service), the job bus
+ * (Redis) and Postgres,
  * with /healthz and /readyz over all three. `failFastOnRedisDown`: a request path must not wait for
  * Redis (the gateway); a worker may queue commands until it is back.
  */
@@ -25,14 +27,15 @@ export class PlatformIoModule {
       useFactory: (config: PlatformConfig) => new StorageClient({ baseUrl: config.STORAGE_URL, token: config.STORAGE_TOKEN }),
       inject: [APP_CONFIG],
     };
+    const objectStore = { provide: ObjectStore, useExisting: StorageClient };
     const queues = [
       BullModule.forRootAsync({
         useFactory: (config: PlatformConfig) => ({ connection: { url: config.REDIS_URL, maxRetriesPerRequest: null, ...(options.failFastOnRedisDown ? { enableOfflineQueue: false } : {}) } }),
         inject: [APP_CONFIG],
       }),
-      BullModule.registerQueue({ name: QUEUE.purge }, { name: QUEUE.preview }),
+      BullModule.registerQueue(...QUEUE_NAMES.map((name) => ({ name }))),
     ];
-    return { module: PlatformIoModule, global: true, imports: queues, providers: [storageClient, PurgeProducer], exports: [storageClient, PurgeProducer, ...queues] };
+    return { module: PlatformIoModule, global: true, imports: queues, providers: [storageClient, objectStore, JobBus], exports: [storageClient, objectStore, JobBus, ...queues] };
   }
 }
 
@@ -49,13 +52,13 @@ export function platformHealth(database: Type<{ ping(): Promise<void> }>, option
   return HealthModule.forRoot(
     {
       provide: READINESS_CHECKS,
-      useFactory: (db: { ping(): Promise<void> }, storage: StorageClient, purges: PurgeProducer, ...dependencies: unknown[]): ReadinessCheck[] => [
+      useFactory: (db: { ping(): Promise<void> }, storage: StorageClient, jobs: JobBus, ...dependencies: unknown[]): ReadinessCheck[] => [
         { name: 'postgres', check: () => db.ping() },
-        { name: 'redis', check: () => purges.ping() },
+        { name: 'redis', check: () => jobs.ping() },
         { name: 'storage', check: () => storage.ping() },
         ...own.build(...dependencies),
       ],
-      inject: [database, StorageClient, PurgeProducer, ...own.inject],
+      inject: [database, StorageClient, JobBus, ...own.inject],
     },
     [],
     options.details ?? [],

@@ -1,6 +1,6 @@
 import type { Manifest } from '@app/contracts';
 import { Prisma } from '../generated/client';
-import type { PrismaService, Tx } from '../prisma.service';
+import type { Db } from '../prisma.service';
 
 export type ArchiveStatus = 'pending' | 'building' | 'ready' | 'failed';
 
@@ -30,6 +30,8 @@ export interface ArchiveBuild {
   status: ArchiveStatus;
   filesTotal: number;
   bytesTotal: bigint;
+  /** False once its session was deleted: there is nothing to build. */
+  sessionLive: boolean;
 }
 
 const SELECT = {
@@ -47,17 +49,17 @@ const SELECT = {
   object: { select: { storageKey: true, bytes: true, sha256: true } },
 } as const;
 
-export type CompleteBuildOutcome = { outcome: 'ready'; released: string[] } | { outcome: 'session-gone' | 'superseded'; released: [] };
+export type CompleteBuildOutcome = { outcome: 'ready'; released: string[] } | { outcome: 'superseded'; released: [] };
 
 /**
  * Archives of sessions: one row per session and manifest. The gateway asks for one and reads its
  * status; the worker builds it. Queries on user data take the owning principal.
  */
 export class ArchiveRepository {
-  constructor(private readonly prisma: PrismaService) {}
+  constructor(private readonly db: Db) {}
 
   async findForManifest(principalId: string, sessionId: string, manifestHash: string): Promise<ArchiveRow | null> {
-    return this.prisma.archive.findFirst({ where: { principalId, sessionId, manifestHash, session: { deletedAt: null } }, select: SELECT });
+    return this.db.archive.findFirst({ where: { principalId, sessionId, manifestHash, session: { deletedAt: null } }, select: SELECT });
   }
 
   /**
@@ -65,7 +67,7 @@ export class ArchiveRepository {
    * new request is a new try). Null when the session is not a live session of the principal.
    */
   async requestBuild(principalId: string, sessionId: string, manifest: Manifest): Promise<ArchiveRow | null> {
-    await this.prisma.$executeRaw(Prisma.sql`
+    await this.db.$executeRaw(Prisma.sql`
       INSERT INTO archives (id, principal_id, session_id, manifest_hash, files_total, bytes_total)
       SELECT gen_random_uuid(), ${principalId}::uuid, s.id, ${manifest.hash}, ${manifest.filesTotal}, ${manifest.bytesTotal}
         FROM sessions s
@@ -78,15 +80,18 @@ export class ArchiveRepository {
 
   /** For the worker, whose job carries only the archive id; the row itself names the principal. */
   async findForBuild(id: string): Promise<ArchiveBuild | null> {
-    return this.prisma.archive.findUnique({
+    const row = await this.db.archive.findUnique({
       where: { id },
-      select: { id: true, principalId: true, sessionId: true, manifestHash: true, status: true, filesTotal: true, bytesTotal: true },
+      select: { id: true, principalId: true, sessionId: true, manifestHash: true, status: true, filesTotal: true, bytesTotal: true, session: { select: { deletedAt: true } } },
     });
+    if (!row) return null;
+    const { session, ...build } = row;
+    return { ...build, sessionLive: session.deletedAt === null };
   }
 
   /** Starts (or restarts, after a crash or a failed try) a build; false when there is nothing to build. */
   async claimForBuild(principalId: string, id: string): Promise<boolean> {
-    const { count } = await this.prisma.archive.updateMany({
+    const { count } = await this.db.archive.updateMany({
       where: { id, principalId, status: { in: ['pending', 'building', 'failed'] } },
       data: { status: 'building', filesDone: 0, bytesDone: BigInt(0), error: null },
     });
@@ -94,45 +99,45 @@ export class ArchiveRepository {
   }
 
   async reportProgress(principalId: string, id: string, filesDone: number, bytesDone: number): Promise<void> {
-    await this.prisma.archive.updateMany({ where: { id, principalId, status: 'building' }, data: { filesDone, bytesDone: BigInt(bytesDone) } });
+    await this.db.archive.updateMany({ where: { id, principalId, status: 'building' }, data: { filesDone, bytesDone: BigInt(bytesDone) } });
   }
 
   /**
-   * Keeps a finished build, inside the transaction that marks its object READY: only while the session
-   * is live (its row is locked, so a concurrent delete waits for us and then releases the archive too)
-   * and the archive row is still there. Older archives of the session are superseded: their rows go and
-   * their objects are released (ids returned, to purge after the commit).
+   * Keeps a finished build: the row, still building, turns ready with its object. The caller has locked
+   * the live session (exclusive), so a concurrent delete of the session or of an artifact waits and then
+   * removes this archive too. Older archives of the session are superseded: their rows go and their
+   * object ids are returned, to release in the same unit of work.
    */
-  async completeBuild(tx: Tx, principalId: string, id: string, sessionId: string, objectId: string, progress: { filesDone: number; bytesDone: number }): Promise<CompleteBuildOutcome> {
-    const live = await tx.$queryRaw<unknown[]>(Prisma.sql`
-      SELECT 1 FROM sessions WHERE id = ${sessionId} AND principal_id = ${principalId}::uuid AND deleted_at IS NULL FOR SHARE`);
-    if (live.length === 0) return { outcome: 'session-gone', released: [] };
-    const mine = await tx.archive.updateManyAndReturn({
-      where: { id, principalId, sessionId, status: 'building' },
+  async completeBuild(principalId: string, id: string, objectId: string, progress: { filesDone: number; bytesDone: number }): Promise<CompleteBuildOutcome> {
+    const mine = await this.db.archive.updateManyAndReturn({
+      where: { id, principalId, status: 'building' },
       data: { status: 'ready', objectId, filesDone: progress.filesDone, bytesDone: BigInt(progress.bytesDone), completedAt: new Date(), error: null },
-      select: { createdAt: true },
+      select: { createdAt: true, sessionId: true },
     });
     if (mine.length === 0) return { outcome: 'superseded', released: [] };
-    const stale = await tx.$queryRaw<{ objectId: string | null }[]>(Prisma.sql`
+    const stale = await this.db.$queryRaw<{ objectId: string | null }[]>(Prisma.sql`
       DELETE FROM archives
-       WHERE session_id = ${sessionId} AND principal_id = ${principalId}::uuid AND id <> ${id}::uuid AND created_at <= ${mine[0].createdAt}
+       WHERE session_id = ${mine[0].sessionId} AND principal_id = ${principalId}::uuid AND id <> ${id}::uuid AND created_at <= ${mine[0].createdAt}
    RETURNING object_id::text AS "objectId"`);
     return { outcome: 'ready', released: stale.flatMap((row) => (row.objectId ? [row.objectId] : [])) };
   }
 
   /** A build that gave up after its last try; the next request for it starts over. */
   async markFailed(principalId: string, id: string, error: string): Promise<void> {
-    await this.prisma.archive.updateMany({ where: { id, principalId, status: { in: ['pending', 'building'] } }, data: { status: 'failed', error: error.slice(0, 1000) } });
+    await this.db.archive.updateMany({ where: { id, principalId, status: { in: ['pending', 'building'] } }, data: { status: 'failed', error: error.slice(0, 1000) } });
   }
 
   /** A row whose manifest no longer matches its session, or whose session is gone, before it holds an object. */
   async removeUnbuilt(principalId: string, id: string): Promise<void> {
-    await this.prisma.archive.deleteMany({ where: { id, principalId, objectId: null } });
+    await this.db.archive.deleteMany({ where: { id, principalId, objectId: null } });
   }
 
-  /** With its session (same transaction): rows go, and their objects' ids are returned to release. */
-  async deleteForSession(tx: Tx, principalId: string, sessionId: string): Promise<string[]> {
-    const rows = await tx.$queryRaw<{ objectId: string | null }[]>(Prisma.sql`
+  /**
+   * Every archive of the session goes (with the session, or with an artifact or container of it, whose
+   * bytes the archives hold); their objects' ids are returned to release in the same unit of work.
+   */
+  async deleteForSession(principalId: string, sessionId: string): Promise<string[]> {
+    const rows = await this.db.$queryRaw<{ objectId: string | null }[]>(Prisma.sql`
       DELETE FROM archives WHERE session_id = ${sessionId} AND principal_id = ${principalId}::uuid
    RETURNING object_id::text AS "objectId"`);
     return rows.flatMap((row) => (row.objectId ? [row.objectId] : []));
@@ -142,8 +147,8 @@ export class ArchiveRepository {
    * Safety net for the sweep: a row a racing request created as its session was being deleted. Rows
    * go; their objects' ids are returned to release.
    */
-  async deleteOfDeletedSessions(tx: Tx): Promise<string[]> {
-    const rows = await tx.$queryRaw<{ objectId: string | null }[]>(Prisma.sql`
+  async deleteOfDeletedSessions(): Promise<string[]> {
+    const rows = await this.db.$queryRaw<{ objectId: string | null }[]>(Prisma.sql`
       DELETE FROM archives a USING sessions s
        WHERE a.session_id = s.id AND s.deleted_at IS NOT NULL
    RETURNING a.object_id::text AS "objectId"`);

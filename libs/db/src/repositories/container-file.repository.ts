@@ -1,6 +1,5 @@
-import type { ContainerFileSource } from '../generated/client';
-import type { PrismaService, Tx } from '../prisma.service';
-import { ArchiveRepository } from './archive.repository';
+import { type ContainerFileSource, Prisma } from '../generated/client';
+import type { Db } from '../prisma.service';
 import { type Page, type PageQuery, seqCondition, toPage } from './paging';
 
 export interface ContainerFileRow {
@@ -67,35 +66,31 @@ export interface NewContainerFile {
 
 /** Container files: the artifacts of sessions. Every query takes the owning principal. */
 export class ContainerFileRepository {
-  private readonly archives: ArchiveRepository;
+  constructor(private readonly db: Db) {}
 
-  constructor(private readonly prisma: PrismaService) {
-    this.archives = new ArchiveRepository(prisma);
-  }
-
-  async create(tx: Tx, principalId: string, file: NewContainerFile): Promise<ContainerFileRow> {
-    return toRow(await tx.containerFile.create({ data: { ...file, bytes: BigInt(file.bytes), principalId }, select: SELECT }));
+  async create(principalId: string, file: NewContainerFile): Promise<ContainerFileRow> {
+    return toRow(await this.db.containerFile.create({ data: { ...file, bytes: BigInt(file.bytes), principalId }, select: SELECT }));
   }
 
   /** The file only if it is in that container, which is a live container of a live session of the principal. */
   async findForOwner(principalId: string, containerId: string, id: string): Promise<ContainerFileRow | null> {
-    const file = await this.prisma.containerFile.findFirst({ where: { id, containerId, principalId, ...LIVE }, select: SELECT });
+    const file = await this.db.containerFile.findFirst({ where: { id, containerId, principalId, ...LIVE }, select: SELECT });
     return file ? toRow(file) : null;
   }
 
   /** id → filename of those of `ids` that are live files of that live container of the principal. */
   async filenamesInContainer(principalId: string, containerId: string, ids: string[]): Promise<Map<string, string>> {
     if (ids.length === 0) return new Map();
-    const rows = await this.prisma.containerFile.findMany({ where: { id: { in: ids }, containerId, principalId, ...LIVE }, select: { id: true, filename: true } });
+    const rows = await this.db.containerFile.findMany({ where: { id: { in: ids }, containerId, principalId, ...LIVE }, select: { id: true, filename: true } });
     return new Map(rows.map((row) => [row.id, row.filename]));
   }
 
   async cursorSeq(principalId: string, scope: { containerId: string } | { sessionId: string }, id: string): Promise<bigint | null> {
-    return (await this.prisma.containerFile.findFirst({ where: { id, principalId, ...scope }, select: { seq: true } }))?.seq ?? null;
+    return (await this.db.containerFile.findFirst({ where: { id, principalId, ...scope }, select: { seq: true } }))?.seq ?? null;
   }
 
   async listForContainer(principalId: string, containerId: string, query: PageQuery): Promise<Page<ContainerFileListing>> {
-    const rows = await this.prisma.containerFile.findMany({ where: { principalId, containerId, ...LISTED, ...seqCondition(query) }, orderBy: { seq: query.order }, take: query.limit + 1, select: LIST_SELECT });
+    const rows = await this.db.containerFile.findMany({ where: { principalId, containerId, ...LISTED, ...seqCondition(query) }, orderBy: { seq: query.order }, take: query.limit + 1, select: LIST_SELECT });
     return toPage(rows, query.limit);
   }
 
@@ -104,7 +99,7 @@ export class ContainerFileRepository {
    * Callers stream it batch by batch (keyset), so memory does not grow with the session.
    */
   async listSessionArtifacts(principalId: string, sessionId: string, afterSeq: bigint | undefined, limit: number): Promise<Page<ContainerFileListing>> {
-    const rows = await this.prisma.containerFile.findMany({
+    const rows = await this.db.containerFile.findMany({
       where: { principalId, sessionId, ...LISTED, ...(afterSeq === undefined ? {} : { seq: { gt: afterSeq } }) },
       orderBy: { seq: 'asc' },
       take: limit + 1,
@@ -118,7 +113,7 @@ export class ContainerFileRepository {
    * read each one (its storage key).
    */
   async listSessionArtifactObjects(principalId: string, sessionId: string, afterSeq: bigint | undefined, limit: number): Promise<Page<ContainerFileRow>> {
-    const rows = await this.prisma.containerFile.findMany({
+    const rows = await this.db.containerFile.findMany({
       where: { principalId, sessionId, ...LISTED, ...(afterSeq === undefined ? {} : { seq: { gt: afterSeq } }) },
       orderBy: { seq: 'asc' },
       take: limit + 1,
@@ -128,13 +123,33 @@ export class ContainerFileRepository {
   }
 
   /**
-   * Marks one artifact deleted, and removes its session's archives, which hold its bytes too. Returns
-   * the object ids to release, or null when the artifact was not reachable.
+   * Marks one live artifact deleted in one conditional statement: of concurrent deletes (of it, its
+   * container or its session) exactly one turns the row, and only that one gets the object id to
+   * release. The caller holds its session's lock. Null: it was not reachable.
    */
-  async markDeleted(tx: Tx, principalId: string, containerId: string, id: string): Promise<string[] | null> {
-    const file = await tx.containerFile.findFirst({ where: { id, containerId, principalId, ...LIVE }, select: { objectId: true, sessionId: true } });
-    if (!file) return null;
-    await tx.containerFile.update({ where: { id }, data: { deletedAt: new Date() } });
-    return [file.objectId, ...(await this.archives.deleteForSession(tx, principalId, file.sessionId))];
+  async markDeleted(principalId: string, containerId: string, id: string): Promise<string | null> {
+    const rows = await this.db.$queryRaw<{ objectId: string }[]>(Prisma.sql`
+      UPDATE container_files f SET deleted_at = now()
+        FROM containers c
+       WHERE f.id = ${id} AND f.container_id = ${containerId} AND f.principal_id = ${principalId}::uuid AND f.deleted_at IS NULL
+         AND c.id = f.container_id AND c.deleted_at IS NULL
+   RETURNING f.object_id::text AS "objectId"`);
+    return rows[0]?.objectId ?? null;
+  }
+
+  /** With their container: the live artifacts in it turn deleted; returns the object ids of exactly those. */
+  async markDeletedInContainer(principalId: string, containerId: string): Promise<string[]> {
+    return this.markDeletedWhere(Prisma.sql`container_id = ${containerId} AND principal_id = ${principalId}::uuid`);
+  }
+
+  /** With their session: every live artifact of it turns deleted; returns the object ids of exactly those. */
+  async markDeletedInSession(principalId: string, sessionId: string): Promise<string[]> {
+    return this.markDeletedWhere(Prisma.sql`session_id = ${sessionId} AND principal_id = ${principalId}::uuid`);
+  }
+
+  private async markDeletedWhere(scope: Prisma.Sql): Promise<string[]> {
+    const rows = await this.db.$queryRaw<{ objectId: string }[]>(Prisma.sql`
+      UPDATE container_files SET deleted_at = now() WHERE ${scope} AND deleted_at IS NULL RETURNING object_id::text AS "objectId"`);
+    return rows.map((row) => row.objectId);
   }
 }

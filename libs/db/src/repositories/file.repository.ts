@@ -1,5 +1,5 @@
 import { Prisma, type FilePurpose } from '../generated/client';
-import type { PrismaService, Tx } from '../prisma.service';
+import type { Db } from '../prisma.service';
 import { type Page, type PageQuery, seqCondition, toPage } from './paging';
 
 export interface FileRow {
@@ -52,26 +52,37 @@ export interface NewFile {
 
 /** Uploaded files (`/v1/files`). Every query takes the owning principal. */
 export class FileRepository {
-  constructor(private readonly prisma: PrismaService) {}
+  constructor(private readonly db: Db) {}
 
-  async create(tx: Tx, principalId: string, file: NewFile): Promise<FileRow> {
-    const created = await tx.file.create({ data: { ...file, bytes: BigInt(file.bytes), principalId }, select: FILE_SELECT });
-    return toRow(created);
+  async create(principalId: string, file: NewFile): Promise<FileRow> {
+    return toRow(await this.db.file.create({ data: { ...file, bytes: BigInt(file.bytes), principalId }, select: FILE_SELECT }));
   }
 
-  async findForOwner(principalId: string, id: string, tx: Tx | PrismaService = this.prisma): Promise<FileRow | null> {
-    const file = await tx.file.findFirst({ where: { id, principalId, ...live() }, select: FILE_SELECT });
+  async findForOwner(principalId: string, id: string): Promise<FileRow | null> {
+    const file = await this.db.file.findFirst({ where: { id, principalId, ...live() }, select: FILE_SELECT });
     return file ? toRow(file) : null;
+  }
+
+  /**
+   * The live file, its row locked against a concurrent delete until the transaction ends (a copy of it
+   * then lands before the delete, or the delete first and the copy finds nothing).
+   */
+  async lockLive(principalId: string, id: string): Promise<FileRow | null> {
+    const locked = await this.db.$queryRaw<{ id: string }[]>(Prisma.sql`
+      SELECT id FROM files
+       WHERE id = ${id} AND principal_id = ${principalId}::uuid AND deleted_at IS NULL AND (expires_at IS NULL OR expires_at > now())
+         FOR SHARE`);
+    return locked.length === 1 ? this.findForOwner(principalId, id) : null;
   }
 
   /** seq of a cursor id of this principal (deleted files still anchor a page); null when unknown. */
   async cursorSeq(principalId: string, id: string): Promise<bigint | null> {
-    const row = await this.prisma.file.findFirst({ where: { id, principalId }, select: { seq: true } });
+    const row = await this.db.file.findFirst({ where: { id, principalId }, select: { seq: true } });
     return row?.seq ?? null;
   }
 
   async listForOwner(principalId: string, query: PageQuery & { purpose?: FilePurpose }): Promise<Page<FileRow>> {
-    const rows = await this.prisma.file.findMany({
+    const rows = await this.db.file.findMany({
       where: { principalId, ...live(), ...(query.purpose ? { purpose: query.purpose } : {}), ...seqCondition(query) },
       orderBy: { seq: query.order },
       take: query.limit + 1,
@@ -80,20 +91,26 @@ export class FileRepository {
     return toPage(rows.map(toRow), query.limit);
   }
 
-  /** Marks the file deleted; returns its object id (to release) or null when it was not live. */
-  async markDeleted(tx: Tx, principalId: string, id: string): Promise<string | null> {
-    const file = await tx.file.findFirst({ where: { id, principalId, ...live() }, select: { objectId: true } });
-    if (!file) return null;
-    await tx.file.update({ where: { id }, data: { deletedAt: new Date() } });
-    return file.objectId;
+  /**
+   * Marks the file deleted if it is live, in one conditional statement: of any number of concurrent
+   * deletes (or the expiry sweep) exactly one turns the row, and only that one gets the object id to
+   * release. Null: it was not live.
+   */
+  async markDeleted(principalId: string, id: string): Promise<string | null> {
+    const rows = await this.db.$queryRaw<{ objectId: string }[]>(Prisma.sql`
+      UPDATE files SET deleted_at = now()
+       WHERE id = ${id} AND principal_id = ${principalId}::uuid AND deleted_at IS NULL AND (expires_at IS NULL OR expires_at > now())
+   RETURNING object_id::text AS "objectId"`);
+    return rows[0]?.objectId ?? null;
   }
 
-  /** Marks up to `limit` expired files deleted and returns their object ids. */
-  async expireDue(tx: Tx, now: Date, limit: number): Promise<string[]> {
-    const rows = await tx.$queryRaw<{ object_id: string }[]>(Prisma.sql`
+  /** Marks up to `limit` expired files deleted and returns their object ids (each file once, however many sweeps run). */
+  async expireDue(now: Date, limit: number): Promise<string[]> {
+    const rows = await this.db.$queryRaw<{ objectId: string }[]>(Prisma.sql`
       UPDATE files SET deleted_at = ${now}
-       WHERE id IN (SELECT id FROM files WHERE deleted_at IS NULL AND expires_at <= ${now} ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)
-   RETURNING object_id::text AS object_id`);
-    return rows.map((row) => row.object_id);
+       WHERE deleted_at IS NULL
+         AND id IN (SELECT id FROM files WHERE deleted_at IS NULL AND expires_at <= ${now} ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+   RETURNING object_id::text AS "objectId"`);
+    return rows.map((row) => row.objectId);
   }
 }

@@ -1,5 +1,5 @@
 import { Prisma, type PreviewStatus } from '../generated/client';
-import type { PrismaService, Tx } from '../prisma.service';
+import type { Db } from '../prisma.service';
 
 export interface PreviewRow {
   id: string;
@@ -63,15 +63,9 @@ export interface PreviewFailure {
   permanent: boolean;
 }
 
-export interface ConverterState {
-  name: string;
-  available: boolean;
-  reason: string | null;
-}
-
-/** Cached PDF previews, per principal and content; and what the workers' converters can do. */
+/** Cached PDF previews, per principal and content. */
 export class PreviewRepository {
-  constructor(private readonly prisma: PrismaService) {}
+  constructor(private readonly db: Db) {}
 
   /**
    * The row for this content, created PENDING on first sight (concurrent callers get the same row).
@@ -79,19 +73,19 @@ export class PreviewRepository {
    */
   async findOrCreate(principalId: string, key: PreviewKey, source: PreviewSource): Promise<PreviewRow> {
     const where = { principalId_sha256_format_version: { principalId, ...key } };
-    const existing = await this.prisma.preview.findUnique({ where, select: SELECT });
+    const existing = await this.db.preview.findUnique({ where, select: SELECT });
     if (existing) return toRow(existing);
     try {
-      return toRow(await this.prisma.preview.create({ data: { principalId, ...key, sourceObjectId: source.objectId, sourceFilename: source.filename, sourceContentType: source.contentType }, select: SELECT }));
+      return toRow(await this.db.preview.create({ data: { principalId, ...key, sourceObjectId: source.objectId, sourceFilename: source.filename, sourceContentType: source.contentType }, select: SELECT }));
     } catch (error) {
       // Two first requests raced on the insert: the loser reads the winner's row.
       if ((error as { code?: string }).code !== 'P2002') throw error;
-      return toRow(await this.prisma.preview.findUniqueOrThrow({ where, select: SELECT }));
+      return toRow(await this.db.preview.findUniqueOrThrow({ where, select: SELECT }));
     }
   }
 
   async findForOwner(principalId: string, id: string): Promise<PreviewRow | null> {
-    const row = await this.prisma.preview.findFirst({ where: { id, principalId }, select: SELECT });
+    const row = await this.db.preview.findFirst({ where: { id, principalId }, select: SELECT });
     return row ? toRow(row) : null;
   }
 
@@ -100,7 +94,7 @@ export class PreviewRepository {
    * Returns the row as it is afterwards (a concurrent caller may have retried it first).
    */
   async retry(principalId: string, id: string, fromGeneration: number, source: PreviewSource): Promise<PreviewRow | null> {
-    await this.prisma.preview.updateMany({
+    await this.db.preview.updateMany({
       where: { id, principalId, status: 'FAILED', permanent: false, generation: fromGeneration },
       data: { status: 'PENDING', generation: { increment: 1 }, sourceObjectId: source.objectId, sourceFilename: source.filename, sourceContentType: source.contentType, errorCode: null, errorMessage: null },
     });
@@ -109,13 +103,13 @@ export class PreviewRepository {
 
   /** The worker's read of a job's row (no principal: the job carries only the id). */
   async findForJob(id: string): Promise<(PreviewRow & { principalId: string }) | null> {
-    const row = await this.prisma.preview.findUnique({ where: { id }, select: { ...SELECT, principalId: true } });
+    const row = await this.db.preview.findUnique({ where: { id }, select: { ...SELECT, principalId: true } });
     return row ? { ...toRow(row), principalId: row.principalId } : null;
   }
 
-  /** Records the stored PDF, inside the transaction that marks its object READY; false if the row went away or is not PENDING. */
-  async markReady(tx: Tx, id: string, generation: number, pdf: { objectId: string; bytes: number; sha256: string; converter: string }): Promise<boolean> {
-    const { count } = await tx.preview.updateMany({
+  /** Records the stored PDF, in the unit of work that adopts its object; false if the row went away or is not PENDING. */
+  async markReady(id: string, generation: number, pdf: { objectId: string; bytes: number; sha256: string; converter: string }): Promise<boolean> {
+    const { count } = await this.db.preview.updateMany({
       where: { id, status: 'PENDING', generation },
       data: { status: 'READY', objectId: pdf.objectId, bytes: BigInt(pdf.bytes), pdfSha256: pdf.sha256, converter: pdf.converter, errorCode: null, errorMessage: null },
     });
@@ -123,7 +117,7 @@ export class PreviewRepository {
   }
 
   async markFailed(id: string, generation: number, failure: PreviewFailure): Promise<void> {
-    await this.prisma.preview.updateMany({
+    await this.db.preview.updateMany({
       where: { id, status: 'PENDING', generation },
       data: { status: 'FAILED', errorCode: failure.code, errorMessage: failure.message.slice(0, 1000), permanent: failure.permanent },
     });
@@ -131,10 +125,10 @@ export class PreviewRepository {
 
   /**
    * Drops previews no live artifact of their principal has the content of any more (or of an old
-   * pipeline version). Returns the PDF object ids, to be released in the same transaction.
+   * pipeline version). Returns the PDF object ids, to be released in the same unit of work.
    */
-  async deleteOrphans(tx: Tx, currentVersion: number, limit: number): Promise<string[]> {
-    const rows = await tx.$queryRaw<{ object_id: string | null }[]>(Prisma.sql`
+  async deleteOrphans(currentVersion: number, limit: number): Promise<string[]> {
+    const rows = await this.db.$queryRaw<{ object_id: string | null }[]>(Prisma.sql`
       DELETE FROM previews WHERE id IN (
         SELECT p.id FROM previews p
          WHERE p.version <> ${currentVersion}
@@ -142,19 +136,5 @@ export class PreviewRepository {
          LIMIT ${limit} FOR UPDATE SKIP LOCKED)
       RETURNING object_id::text AS object_id`);
     return rows.flatMap((row) => (row.object_id ? [row.object_id] : []));
-  }
-
-  async saveConverterStates(states: ConverterState[], now = new Date()): Promise<void> {
-    await this.prisma.$transaction(
-      states.map((state) =>
-        this.prisma.converterStatus.upsert({ where: { name: state.name }, create: { ...state, checkedAt: now }, update: { available: state.available, reason: state.reason, checkedAt: now } }),
-      ),
-    );
-  }
-
-  /** Converters some worker found usable within `maxAgeMs`. */
-  async availableConverters(maxAgeMs: number, now = new Date()): Promise<Set<string>> {
-    const rows = await this.prisma.converterStatus.findMany({ where: { available: true, checkedAt: { gt: new Date(now.getTime() - maxAgeMs) } }, select: { name: true } });
-    return new Set(rows.map((row) => row.name));
   }
 }

@@ -1,5 +1,5 @@
 import type { Prisma, ResponseStatus } from '../generated/client';
-import type { PrismaService, Tx } from '../prisma.service';
+import type { Db } from '../prisma.service';
 
 export interface ResponseCitation {
   file_id: string;
@@ -73,14 +73,14 @@ export interface NewResponse {
 
 /** Responses (tasks). Reachable only while their session is live; every query takes the principal. */
 export class ResponseRepository {
-  constructor(private readonly prisma: PrismaService) {}
+  constructor(private readonly db: Db) {}
 
-  async create(tx: Tx, principalId: string, response: NewResponse): Promise<ResponseRow> {
-    return toRow(await tx.response.create({ data: { ...response, principalId, status: 'in_progress' }, select: SELECT }));
+  async create(principalId: string, response: NewResponse): Promise<ResponseRow> {
+    return toRow(await this.db.response.create({ data: { ...response, principalId, status: 'in_progress' }, select: SELECT }));
   }
 
   async findForOwner(principalId: string, id: string): Promise<ResponseRow | null> {
-    const row = await this.prisma.response.findFirst({ where: { id, principalId, session: { deletedAt: null } }, select: SELECT });
+    const row = await this.db.response.findFirst({ where: { id, principalId, session: { deletedAt: null } }, select: SELECT });
     return row ? toRow(row) : null;
   }
 
@@ -91,7 +91,7 @@ export class ResponseRepository {
   async finish(principalId: string, id: string, result: { status: 'completed'; output: ResponseOutput } | { status: 'failed'; error: ResponseError }): Promise<ResponseRow | null> {
     const json = (value: object) => value as unknown as Prisma.InputJsonObject;
     const data = result.status === 'completed' ? { status: result.status, output: json(result.output) } : { status: result.status, error: json(result.error) };
-    const { count } = await this.prisma.response.updateMany({
+    const { count } = await this.db.response.updateMany({
       where: { id, principalId, status: 'in_progress' },
       data: { ...data, taskTokenHash: null, completedAt: new Date() },
     });
@@ -100,7 +100,7 @@ export class ResponseRepository {
 
   /** The scope of a live task token: its response is in progress, before its deadline, in a live container. */
   async findTaskScope(tokenHash: string, now = new Date()): Promise<TaskScope | null> {
-    const row = await this.prisma.response.findFirst({
+    const row = await this.db.response.findFirst({
       where: { taskTokenHash: tokenHash, status: 'in_progress', deadlineAt: { gt: now }, session: { deletedAt: null }, container: { deletedAt: null } },
       select: { id: true, principalId: true, sessionId: true, containerId: true, inputFileIds: true },
     });
@@ -109,7 +109,7 @@ export class ResponseRepository {
 
   /** Responses still in progress long after their deadline: the gateway running them died. */
   async failOverdue(before: Date, error: ResponseError): Promise<number> {
-    const { count } = await this.prisma.response.updateMany({
+    const { count } = await this.db.response.updateMany({
       where: { status: 'in_progress', deadlineAt: { lt: before } },
       data: { status: 'failed', error: { ...error }, taskTokenHash: null, completedAt: new Date() },
     });

@@ -3,17 +3,11 @@ import type { Readable } from 'node:stream';
 import { objectsPath, STORAGE_HEADER, type StoredObjectReceipt } from '@app/contracts';
 import { ApiError } from '../errors/api-error';
 import { currentRequestId, REQUEST_ID_HEADER } from '../logging/request-context';
+import { type ByteRange, type ObjectRead, ObjectStore, type PutOptions } from './object-store';
 
 export interface StorageClientOptions {
   baseUrl: string;
   token: string;
-}
-
-export interface ObjectStream {
-  status: 200 | 206;
-  body: IncomingMessage;
-  contentLength: number;
-  contentRange?: string;
 }
 
 async function readText(res: IncomingMessage, max = 64 * 1024): Promise<string> {
@@ -37,14 +31,15 @@ function storageError(status: number, text: string): ApiError {
 }
 
 /**
- * Client of the storage service's internal API: the only way the gateway and the worker reach object
- * bytes. Streams both ways; nothing is buffered whole.
+ * The object store as the gateway and the worker reach it: a client of the storage service's internal
+ * API. Streams both ways; nothing is buffered whole.
  */
-export class StorageClient {
+export class StorageClient extends ObjectStore {
   private readonly agent = new Agent({ keepAlive: true, maxSockets: 256 });
   private readonly base: URL;
 
   constructor(private readonly options: StorageClientOptions) {
+    super();
     this.base = new URL(options.baseUrl);
   }
 
@@ -62,7 +57,7 @@ export class StorageClient {
    * measured; rejects with file_too_large past `maxBytes` (the storage service has aborted the upload
    * by then), or with service_unavailable. Aborting `signal` cancels the upload on the storage side.
    */
-  putObject(key: string, body: Readable, opts: { maxBytes: number; contentType?: string; signal?: AbortSignal }): Promise<StoredObjectReceipt> {
+  put(key: string, body: Readable, opts: PutOptions): Promise<StoredObjectReceipt> {
     return new Promise<StoredObjectReceipt>((resolve, reject) => {
       let settled = false;
       const settle = (fn: () => void) => {
@@ -112,8 +107,8 @@ export class StorageClient {
   }
 
   /** Opens the object (or one byte range of it) as a stream. */
-  getObject(key: string, range?: { start: number; end: number }): Promise<ObjectStream> {
-    return new Promise<ObjectStream>((resolve, reject) => {
+  get(key: string, range?: ByteRange): Promise<ObjectRead> {
+    return new Promise<ObjectRead>((resolve, reject) => {
       const headers = this.headers(range ? { range: `bytes=${range.start}-${range.end}` } : {});
       const req = request(this.url(objectsPath(key)), { method: 'GET', agent: this.agent, headers });
       req.on('response', (res) => {
@@ -130,7 +125,7 @@ export class StorageClient {
   }
 
   /** Deletes the object; a missing object counts as deleted. */
-  async deleteObject(key: string): Promise<void> {
+  async delete(key: string): Promise<void> {
     const status = await this.simple('DELETE', objectsPath(key));
     if (status !== 204 && status !== 200 && status !== 404) throw new ApiError('service_unavailable', `storage answered ${status} to a delete`);
   }

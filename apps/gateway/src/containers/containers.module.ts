@@ -1,0 +1,15 @@
+import { Module } from '@nestjs/common';
+import { UploadsModule } from '../uploads/uploads.module';
+import { ArtifactWriter } from './artifact-writer.service';
+import { ContainerFilesService } from './container-files.service';
+import { ContainersController } from './containers.controller';
+import { ContainersService } from './containers.service';
+
+/** Containers and their files (the artifacts), and the artifact writer agents use. */
+@Module({
+  imports: [UploadsModule],
+  controllers: [ContainersController],
+  providers: [ContainersService, ContainerFilesService, ArtifactWriter],
+  exports: [ContainerFilesService, ArtifactWriter],
+})
+export class ContainersModule {}

@@ -1,0 +1,41 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { Readable } from 'node:stream';
+import { ObjectStore, type ByteRange } from '@app/common';
+
+/** What a download serves: the facts for its headers, and its bytes on demand. */
+export interface Download {
+  filename: string;
+  contentType: string;
+  bytes: number;
+  /** The content's SHA-256: the strong ETag. */
+  sha256: string;
+  disposition: 'attachment' | 'inline';
+  /** Opens the bytes, or one range of them; the caller consumes or destroys the stream. */
+  open(range?: ByteRange): Promise<Readable>;
+}
+
+/** A stored object as something to download. */
+export interface Downloadable {
+  storageKey: string;
+  sha256: string;
+  bytes: bigint | number;
+  contentType: string;
+  filename: string;
+}
+
+/** Turns stored objects into downloads whose bytes come from the object store. */
+@Injectable()
+export class Downloads {
+  constructor(@Inject(ObjectStore) private readonly store: ObjectStore) {}
+
+  of(object: Downloadable, disposition: Download['disposition'] = 'attachment'): Download {
+    return {
+      filename: object.filename,
+      contentType: object.contentType,
+      bytes: Number(object.bytes),
+      sha256: object.sha256,
+      disposition,
+      open: async (range) => (await this.store.get(object.storageKey, range)).body,
+    };
+  }
+}

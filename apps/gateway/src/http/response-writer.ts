@@ -1,0 +1,117 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { pipeline } from 'node:stream/promises';
+import { ApiError, LOGGER, type AppLogger } from '@app/common';
+import type { Download } from '../downloads/downloads';
+import { dispositionHeader } from './content-disposition';
+
+/** Artifacts are attacker-influenced: never sniffed, never run, never cached by shared caches. */
+const SAFETY_HEADERS = {
+  'x-content-type-options': 'nosniff',
+  'content-security-policy': "default-src 'none'; sandbox",
+  'cache-control': 'private',
+  'accept-ranges': 'bytes',
+} as const;
+
+function etagMatches(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  if (header.trim() === '*') return true;
+  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
+}
+
+/** Resolves when the response can take more, or when the client has gone (then nothing more is read). */
+function drainedOrClosed(res: Response): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
+/** The parts of a JSON document streamed item by item: `head`, the items joined by commas, `tail`. */
+export interface JsonStream<T> {
+  head: string;
+  items: AsyncIterable<T>;
+  tail: string;
+}
+
+/** Writes what services return onto the response: downloads with every header of the contract, and streamed JSON. */
+@Injectable()
+export class ResponseWriter {
+  constructor(@Inject(LOGGER) private readonly logger: AppLogger) {}
+
+  /**
+   * Content-Disposition, nosniff, the CSP sandbox, a strong ETag with 304, and one byte range (206/416;
+   * several ranges or a malformed header get the whole file). The bytes stream with back-pressure.
+   */
+  async download(req: Request, res: Response, download: Download): Promise<void> {
+    const size = download.bytes;
+    const etag = `"${download.sha256}"`;
+    res.setHeader('etag', etag);
+    for (const [name, value] of Object.entries(SAFETY_HEADERS)) res.setHeader(name, value);
+    if (etagMatches(req.headers['if-none-match'], etag)) {
+      res.status(304).end();
+      return;
+    }
+    let range: { start: number; end: number } | undefined;
+    const ifRange = req.headers['if-range'];
+    if (req.headers.range && (!ifRange || ifRange === etag)) {
+      const parsed = req.range(size, { combine: true });
+      if (parsed === -1) throw new ApiError('range_not_satisfiable', `The range is outside the file's ${size} bytes.`, null, { 'content-range': `bytes */${size}` });
+      if (Array.isArray(parsed) && parsed.type === 'bytes' && parsed.length === 1) range = parsed[0];
+    }
+    res.setHeader('content-type', download.contentType);
+    res.setHeader('content-disposition', dispositionHeader(download.disposition, download.filename));
+    if (range) {
+      res.status(206);
+      res.setHeader('content-range', `bytes ${range.start}-${range.end}/${size}`);
+      res.setHeader('content-length', range.end - range.start + 1);
+    } else {
+      res.status(200);
+      res.setHeader('content-length', size);
+    }
+    if (req.method === 'HEAD' || size === 0) {
+      res.end();
+      return;
+    }
+    const body = await download.open(range);
+    try {
+      await pipeline(body, res);
+    } catch (error) {
+      if (!res.writableEnded && !req.destroyed) this.logger.warn({ err: error }, 'download stream failed');
+      body.destroy();
+      res.destroy();
+    }
+  }
+
+  /**
+   * Streams a JSON document whose middle is a long list, item by item with back-pressure, so memory does
+   * not grow with the list. A failure once the status is out cuts the body, so the client sees an
+   * incomplete document rather than a short list.
+   */
+  async jsonStream<T>(res: Response, stream: JsonStream<T>): Promise<void> {
+    res.status(200);
+    res.setHeader('content-type', 'application/json; charset=utf-8');
+    res.setHeader('cache-control', 'no-store');
+    const write = async (text: string) => {
+      if (!res.write(text)) await drainedOrClosed(res);
+    };
+    try {
+      await write(stream.head);
+      let first = true;
+      for await (const item of stream.items) {
+        if (res.destroyed) return;
+        await write(`${first ? '' : ','}${JSON.stringify(item)}`);
+        first = false;
+      }
+      res.end(stream.tail);
+    } catch (error) {
+      this.logger.error({ err: error }, 'streamed JSON failed mid-stream');
+      res.destroy();
+    }
+  }
+}

@@ -1,0 +1,115 @@
+import { Inject, Injectable } from '@nestjs/common';
+import busboy from 'busboy';
+import type { Readable } from 'node:stream';
+import { ApiError, APP_CONFIG, ClientGoneError, LOGGER, type AppLogger, type GatewayConfig } from '@app/common';
+import { ObjectStager, type StagedObject } from '@app/db';
+import type { UploadBody } from '../http/upload-body';
+import { resolveContentType } from './content-type';
+import { acceptFilename } from './filename';
+
+export interface ReceivedUpload {
+  /** The file part's bytes, staged: the caller's unit of work adopts them or they are discarded. */
+  staged: StagedObject;
+  filename: string;
+  contentType: string;
+  fields: Map<string, string>;
+}
+
+/** Checks one form field as it arrives; throws an ApiError to reject the upload at once. */
+export type FieldCheck = (name: string, value: string) => void;
+
+const malformed = () => new ApiError('invalid_multipart', 'The multipart body is malformed or incomplete.');
+
+/**
+ * Receives a `multipart/form-data` upload: the `file` part streams straight into a staged object (no
+ * temp file, no whole-file buffer) while the other fields are read, in any order. Any failure — a bad
+ * field, a second file part, malformed multipart, the byte cap, a client that hangs up, storage
+ * failing — cancels the staging, which leaves nothing behind.
+ */
+@Injectable()
+export class UploadReceiver {
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: GatewayConfig,
+    @Inject(ObjectStager) private readonly stager: ObjectStager,
+    @Inject(LOGGER) private readonly logger: AppLogger,
+  ) {}
+
+  async receive(body: UploadBody, principalId: string, checkField: FieldCheck): Promise<ReceivedUpload> {
+    let parser: busboy.Busboy;
+    try {
+      parser = busboy({ headers: body.headers, defParamCharset: 'utf8', preservePath: true, limits: { fields: 100, fieldSize: 64 * 1024, parts: 200, headerPairs: 100 } });
+    } catch {
+      throw new ApiError('invalid_multipart', 'The body must be multipart/form-data with a boundary.');
+    }
+
+    const fields = new Map<string, string>();
+    const cancel = new AbortController();
+    let failure: unknown = null;
+    let pending: Promise<Omit<ReceivedUpload, 'fields'>> | null = null;
+
+    const settled = new Promise<void>((resolve, reject) => {
+      const fail = (error: unknown) => {
+        if (failure) return;
+        failure = error;
+        cancel.abort(error);
+        body.stream.unpipe(parser);
+        reject(error);
+      };
+      const stage = async (stream: Readable, info: busboy.FileInfo) => {
+        const filename = acceptFilename(info.filename);
+        const contentType = resolveContentType(info.mimeType, filename);
+        const staged = await this.stager.stage(principalId, stream, { maxBytes: this.config.UHP_MAX_FILE_BYTES, contentType, signal: cancel.signal });
+        return { staged, filename, contentType };
+      };
+
+      parser.on('file', (name, stream, info) => {
+        // A form that ends early fails its file stream too; that must reach us, not crash the process.
+        stream.on('error', () => fail(malformed()));
+        if (failure || name !== 'file') {
+          stream.resume();
+          return;
+        }
+        if (pending) {
+          stream.resume();
+          return fail(new ApiError('invalid_multipart', 'The body holds more than one file part.', 'file'));
+        }
+        pending = stage(stream, info);
+        pending.catch(fail);
+      });
+      parser.on('field', (name, value, info) => {
+        if (failure) return;
+        if (info.valueTruncated) return fail(new ApiError('invalid_multipart', `The field ${name} is too long.`, name));
+        try {
+          checkField(name, value);
+          fields.set(name, value);
+        } catch (error) {
+          fail(error);
+        }
+      });
+      const tooMany = () => fail(new ApiError('invalid_multipart', 'The body holds too many parts.'));
+      parser.on('partsLimit', tooMany);
+      parser.on('fieldsLimit', tooMany);
+      parser.on('error', () => fail(malformed()));
+      parser.on('close', () => {
+        if (failure) return;
+        if (!pending) return fail(new ApiError('missing_file', 'The body has no file part named "file".', 'file'));
+        pending.then(() => resolve(), fail);
+      });
+      body.stream.on('close', () => {
+        if (!body.isComplete()) fail(new ClientGoneError('client disconnected mid-upload'));
+      });
+      body.stream.pipe(parser);
+    });
+
+    try {
+      await settled;
+      return { ...(await pending!), fields };
+    } catch (error) {
+      // A staged object that completed before the failure is discarded here; one that did not, by the stager.
+      const done = await (pending as Promise<Omit<ReceivedUpload, 'fields'>> | null)?.catch(() => null);
+      if (done) await this.stager.discard([done.staged]);
+      if (error instanceof ClientGoneError) this.logger.info('client disconnected mid-upload; upload discarded');
+      throw error;
+    }
+  }
+}

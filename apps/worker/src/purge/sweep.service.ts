@@ -1,0 +1,82 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { JobBus, LOGGER, type AppLogger } from '@app/common';
+import { PREVIEW_PIPELINE_VERSION } from '@app/contracts';
+import { MaintenanceRepository, ResponseRepository, StoredObjectRepository, UnitOfWork, type Work } from '@app/db';
+
+const BATCH = 500;
+/** A PURGING object this old with no job in sight gets one (its enqueue was lost). */
+const LOST_PURGE_AFTER_MS = 60_000;
+/** A response still in progress this long past its deadline lost its gateway (crash, restart). */
+const OVERDUE_RESPONSE_GRACE_MS = 60_000;
+
+export interface SweepSettings {
+  staleUploadSeconds: number;
+  deletedRowRetentionSeconds: number;
+}
+
+export interface SweepResult {
+  expired: number;
+  requeued: number;
+  reclaimed: number;
+  interrupted: number;
+  previews: number;
+  archives: number;
+  pruned: number;
+}
+
+/**
+ * The periodic safety net: expires due files, re-queues purges that were lost, reclaims uploads a
+ * crashed process left, fails responses a dead gateway left in progress, drops previews of content no
+ * live artifact has and archives a racing request left on a deleted session, and prunes old deleted
+ * rows. Every release goes through a unit of work, so each reference goes exactly once.
+ */
+@Injectable()
+export class SweepService {
+  constructor(
+    @Inject(UnitOfWork) private readonly uow: UnitOfWork,
+    @Inject(StoredObjectRepository) private readonly objects: StoredObjectRepository,
+    @Inject(ResponseRepository) private readonly responses: ResponseRepository,
+    @Inject(MaintenanceRepository) private readonly maintenance: MaintenanceRepository,
+    @Inject(JobBus) private readonly jobs: JobBus,
+    @Inject(LOGGER) private readonly logger: AppLogger,
+  ) {}
+
+  async sweep(settings: SweepSettings): Promise<SweepResult> {
+    const expired = await this.inBatches(async (work) => {
+      const objectIds = await work.files.expireDue(new Date(), BATCH);
+      await work.release(objectIds);
+      return objectIds.length;
+    });
+    const reclaimed = await this.objects.reclaimStaleUploads(new Date(Date.now() - settings.staleUploadSeconds * 1000));
+    const lost = await this.objects.listPurgingSince(new Date(Date.now() - LOST_PURGE_AFTER_MS), 1000);
+    await this.jobs.purge([...reclaimed, ...lost]);
+    const interrupted = await this.responses.failOverdue(new Date(Date.now() - OVERDUE_RESPONSE_GRACE_MS), {
+      code: 'interrupted',
+      message: 'The gateway running this response stopped before its agent finished.',
+    });
+    const previews = await this.inBatches(async (work) => {
+      const objectIds = await work.previews.deleteOrphans(PREVIEW_PIPELINE_VERSION, BATCH);
+      await work.release(objectIds);
+      return objectIds.length;
+    });
+    const archives = await this.uow.run(async (work) => {
+      const objectIds = await work.archives.deleteOfDeletedSessions();
+      await work.release(objectIds);
+      return objectIds.length;
+    });
+    const pruned = await this.maintenance.pruneDeletedRows(new Date(Date.now() - settings.deletedRowRetentionSeconds * 1000));
+    const result = { expired, requeued: lost.length, reclaimed: reclaimed.length, interrupted, previews, archives, pruned };
+    if (Object.values(result).some((count) => count > 0)) this.logger.info(result, 'sweep');
+    return result;
+  }
+
+  /** Runs `step` in its own unit of work until it handles less than a full batch. */
+  private async inBatches(step: (work: Work) => Promise<number>): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const count = await this.uow.run(step);
+      total += count;
+      if (count < BATCH) return total;
+    }
+  }
+}

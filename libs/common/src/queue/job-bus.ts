@@ -1,0 +1,76 @@
+import { InjectQueue } from '@nestjs/bullmq';
+import { Inject, Injectable } from '@nestjs/common';
+import type { Queue } from 'bullmq';
+import { JOB, JOBS, QUEUE, type JobName, type JobPayloads, type QueueName } from '@app/contracts';
+import { ApiError } from '../errors/api-error';
+import { LOGGER, type AppLogger } from '../logging/logging.module';
+import { currentRequestId } from '../logging/request-context';
+
+export interface QueueDepth {
+  waiting: number;
+  active: number;
+  delayed: number;
+  failed: number;
+}
+
+/**
+ * The one way to enqueue work: a job name of the contract and its typed payload. The job id and the
+ * retry options come from the contract, the request id from the current request.
+ */
+@Injectable()
+export class JobBus {
+  private readonly queues: Record<QueueName, Queue>;
+
+  constructor(
+    @InjectQueue(QUEUE.purge) purge: Queue,
+    @InjectQueue(QUEUE.preview) preview: Queue,
+    @InjectQueue(QUEUE.archive) archive: Queue,
+    @Inject(LOGGER) private readonly logger: AppLogger,
+  ) {
+    this.queues = { purge, preview, archive };
+  }
+
+  /** Adds the jobs; a job whose id is already waiting or running is not added twice. 503 when Redis will not take them. */
+  async add<N extends JobName>(name: N, payloads: JobPayloads[N][]): Promise<void> {
+    if (payloads.length === 0) return;
+    const spec = JOBS[name];
+    const requestId = currentRequestId();
+    const jobs = payloads.map((payload) => {
+      const data = { ...payload, requestId: payload.requestId ?? requestId };
+      return { name, data, opts: { ...spec.options, jobId: spec.jobId(data) } };
+    });
+    try {
+      await this.queues[spec.queue].addBulk(jobs);
+    } catch (error) {
+      this.logger.warn({ err: error, job: name, count: jobs.length }, 'could not enqueue');
+      throw new ApiError('service_unavailable', 'The job queue is unavailable; try again.');
+    }
+  }
+
+  /**
+   * Hands objects whose last reference went to the purge queue. A lost enqueue is logged, not failed:
+   * the worker's sweep finds PURGING objects with no job and queues them again.
+   */
+  async purge(objectIds: string[]): Promise<void> {
+    try {
+      await this.add(JOB.purgeObject, objectIds.map((objectId) => ({ objectId })));
+    } catch {
+      this.logger.warn({ objectIds }, 'purges not queued now; the sweep will queue them');
+    }
+  }
+
+  /** Registers the periodic job: one scheduler in Redis, however many workers call this. */
+  async schedule<N extends JobName>(name: N, everyMs: number, payload: JobPayloads[N]): Promise<void> {
+    const spec = JOBS[name];
+    await this.queues[spec.queue].upsertJobScheduler(spec.jobId(payload), { every: everyMs }, { name, data: payload, opts: spec.options });
+  }
+
+  async depth(queue: QueueName): Promise<QueueDepth> {
+    const counts = await this.queues[queue].getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized');
+    return { waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0), active: counts.active ?? 0, delayed: counts.delayed ?? 0, failed: counts.failed ?? 0 };
+  }
+
+  async ping(): Promise<void> {
+    await this.queues.purge.count();
+  }
+}

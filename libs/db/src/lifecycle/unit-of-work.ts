@@ -1,0 +1,121 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { JobBus } from '@app/common';
+import { PrismaService, type Db } from '../prisma.service';
+import { ArchiveRepository } from '../repositories/archive.repository';
+import { ContainerFileRepository } from '../repositories/container-file.repository';
+import { ContainerRepository } from '../repositories/container.repository';
+import { FileRepository } from '../repositories/file.repository';
+import { PreviewRepository } from '../repositories/preview.repository';
+import { ResponseRepository } from '../repositories/response.repository';
+import { SessionRepository } from '../repositories/session.repository';
+import { StoredObjectRepository } from '../repositories/stored-object.repository';
+import { ObjectStager, type StagedObject } from './object-stager';
+
+/**
+ * One transaction, as a service sees it: the repositories bound to it, and the only ways to change
+ * which rows point at which objects.
+ */
+export abstract class Work {
+  abstract readonly files: FileRepository;
+  abstract readonly sessions: SessionRepository;
+  abstract readonly containers: ContainerRepository;
+  abstract readonly containerFiles: ContainerFileRepository;
+  abstract readonly responses: ResponseRepository;
+  abstract readonly previews: PreviewRepository;
+  abstract readonly archives: ArchiveRepository;
+  /** A staged object becomes READY with its first reference: the row the caller creates next points at it. */
+  abstract adopt(object: StagedObject): Promise<void>;
+  /** One more reference on a READY object of the principal; false when it is already going away. */
+  abstract retain(principalId: string, objectId: string): Promise<boolean>;
+  /**
+   * Drops one reference per id: pass exactly the ids that the caller's own conditional update took
+   * from live rows, so each reference goes once however many deletes race. Objects left with none are
+   * purged after the commit.
+   */
+  abstract release(objectIds: string[]): Promise<void>;
+}
+
+export interface RunOptions {
+  /** Bytes staged for this work: adopted ones are kept; on rollback, or if not adopted, they are discarded. */
+  staged?: StagedObject[];
+}
+
+/**
+ * The one home of an object's life. `run` opens a transaction and hands the work a `Work`; when it
+ * commits, objects whose last reference went are queued for purge; when it rolls back (or a staged
+ * object was not adopted), staged objects are discarded. Nothing is half-written either way.
+ */
+export abstract class UnitOfWork {
+  abstract run<T>(work: (work: Work) => Promise<T>, options?: RunOptions): Promise<T>;
+}
+
+class TransactionWork extends Work {
+  readonly files: FileRepository;
+  readonly sessions: SessionRepository;
+  readonly containers: ContainerRepository;
+  readonly containerFiles: ContainerFileRepository;
+  readonly responses: ResponseRepository;
+  readonly previews: PreviewRepository;
+  readonly archives: ArchiveRepository;
+  private readonly objects: StoredObjectRepository;
+  readonly adopted = new Set<string>();
+  readonly purging: string[] = [];
+
+  constructor(tx: Db) {
+    super();
+    this.files = new FileRepository(tx);
+    this.sessions = new SessionRepository(tx);
+    this.containers = new ContainerRepository(tx);
+    this.containerFiles = new ContainerFileRepository(tx);
+    this.responses = new ResponseRepository(tx);
+    this.previews = new PreviewRepository(tx);
+    this.archives = new ArchiveRepository(tx);
+    this.objects = new StoredObjectRepository(tx);
+  }
+
+  async adopt(object: StagedObject): Promise<void> {
+    await this.objects.markReady(object.principalId, object.id, object.bytes, object.sha256);
+    this.adopted.add(object.id);
+  }
+
+  retain(principalId: string, objectId: string): Promise<boolean> {
+    return this.objects.retain(principalId, objectId);
+  }
+
+  async release(objectIds: string[]): Promise<void> {
+    this.purging.push(...(await this.objects.release(objectIds)));
+  }
+}
+
+/** Transactions take at most this long to start (a pool waiting for a connection) and to run. */
+const TRANSACTION_TIMEOUTS = { maxWait: 10_000, timeout: 30_000 };
+
+@Injectable()
+export class PrismaUnitOfWork extends UnitOfWork {
+  constructor(
+    @Inject(PrismaService) private readonly prisma: PrismaService,
+    @Inject(ObjectStager) private readonly stager: ObjectStager,
+    @Inject(JobBus) private readonly jobs: JobBus,
+  ) {
+    super();
+  }
+
+  async run<T>(fn: (work: Work) => Promise<T>, options: RunOptions = {}): Promise<T> {
+    const staged = options.staged ?? [];
+    const work = { current: null as TransactionWork | null };
+    let result: T;
+    try {
+      result = await this.prisma.$transaction(async (tx) => {
+        work.current = new TransactionWork(tx);
+        return fn(work.current);
+      }, TRANSACTION_TIMEOUTS);
+    } catch (error) {
+      await this.stager.discard(staged);
+      throw error;
+    }
+    const committed = work.current!;
+    await this.stager.discard(staged.filter((object) => !committed.adopted.has(object.id)));
+    await this.jobs.purge(committed.purging);
+    return result;
+  }
+}
