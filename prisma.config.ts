@@ -16,8 +16,13 @@ const PG_TEXT_OID = 25;
  * engine reads. They are plain text, so report them as text. Patched once on the shared queryable
  * prototype, which covers connections and transactions alike.
  */
+interface PerformIO {
+  performIO(query: unknown): Promise<{ fields: { dataTypeID: number }[] }>;
+  __uhpReadsNameAsText?: boolean;
+}
+
 function readNameColumnsAsText(queryable: object): void {
-  let proto: any = queryable;
+  let proto: PerformIO | null = queryable as PerformIO;
   while (proto && !Object.prototype.hasOwnProperty.call(proto, 'performIO')) proto = Object.getPrototypeOf(proto);
   if (!proto || proto.__uhpReadsNameAsText) return;
   const performIO = proto.performIO;

@@ -23,14 +23,32 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import pg from 'pg';
-import { API_BASE, API_KEY, benchS3Client, DATABASE_URL, deleteAllObjects, DOCS_FILE, ensureBucket, GiB, parseSize, PORT_BASE, S3, serviceEnv, ServiceStack, writeDocsSection } from './support/stack.mjs';
+import {
+  API_BASE,
+  API_KEY,
+  benchS3Client,
+  DATABASE_URL,
+  deleteAllObjects,
+  DOCS_FILE,
+  ensureBucket,
+  GiB,
+  parseSize,
+  PORT_BASE,
+  S3,
+  serviceEnv,
+  ServiceStack,
+  writeDocsSection,
+} from './support/stack.mjs';
 
 const MB = 1e6;
 const FILES = Number(process.env.BENCH_ARCHIVE_FILES ?? 1000);
 // The build is timed from the database row, not from a waiting request.
 const stack = new ServiceStack(serviceEnv({ ARCHIVE_WAIT_MS: '0' }), 'archive-');
 
-const sizes = (process.argv[2] ?? process.env.BENCH_ARCHIVE_SIZES ?? '100MiB,1GiB').split(',').filter((s) => s.trim()).map(parseSize);
+const sizes = (process.argv[2] ?? process.env.BENCH_ARCHIVE_SIZES ?? '100MiB,1GiB')
+  .split(',')
+  .filter((s) => s.trim())
+  .map(parseSize);
 
 // ------------------------------------------------------------------ data ---
 /**
@@ -51,14 +69,18 @@ function artifactPlan(total) {
     ['txt', 'text/plain'],
   ];
   // Interleave large and small so the build does not meet all the big ones first.
-  return sizes.map((bytes, i) => ({ bytes, index: i, kind: kinds[i % kinds.length] })).sort((a, b) => ((a.index * 7919) % FILES) - ((b.index * 7919) % FILES));
+  return sizes
+    .map((bytes, i) => ({ bytes, index: i, kind: kinds[i % kinds.length] }))
+    .sort((a, b) => ((a.index * 7919) % FILES) - ((b.index * 7919) % FILES));
 }
 
 const KEY = Buffer.alloc(32, 7);
 /** Deterministic incompressible bytes (AES-CTR keystream), or compressible text. */
 function makeData(bytes, seed, text) {
   if (text) {
-    const line = Buffer.from(`line ${seed}: the quick brown fox jumps over the lazy dog; ${'lorem ipsum '.repeat(4)}\n`);
+    const line = Buffer.from(
+      `line ${seed}: the quick brown fox jumps over the lazy dog; ${'lorem ipsum '.repeat(4)}\n`,
+    );
     return Buffer.alloc(bytes, line);
   }
   const iv = Buffer.alloc(16);
@@ -83,7 +105,11 @@ async function ensureEmptyBucket() {
 }
 
 async function api(method, path, body) {
-  const res = await fetch(`${API_BASE}${path}`, { method, headers: { authorization: `Bearer ${API_KEY}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined });
+  const res = await fetch(`${API_BASE}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${API_KEY}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
   return res;
 }
 
@@ -106,7 +132,10 @@ async function makeSession(total) {
       const key = `objects/${randomUUID()}`;
       await s3.send(new PutObjectCommand({ Bucket: S3.bucket, Key: key, Body: data }));
       const sha256 = createHash('sha256').update(data).digest('hex');
-      const object = await db.query(`INSERT INTO stored_objects (id, principal_id, storage_key, status, bytes, sha256, ref_count) VALUES (gen_random_uuid(), $1, $2, 'READY', $3, $4, 1) RETURNING id::text`, [principalId, key, item.bytes, sha256]);
+      const object = await db.query(
+        `INSERT INTO stored_objects (id, principal_id, storage_key, status, bytes, sha256, ref_count) VALUES (gen_random_uuid(), $1, $2, 'READY', $3, $4, 1) RETURNING id::text`,
+        [principalId, key, item.bytes, sha256],
+      );
       item.row = { key, objectId: object.rows[0].id, sha256 };
       keys.push(key);
     }
@@ -117,7 +146,17 @@ async function makeSession(total) {
     const id = `file_${randomUUID().replace(/-/g, '').slice(0, 24)}`;
     await db.query(
       `INSERT INTO container_files (id, principal_id, session_id, container_id, object_id, filename, bytes, content_type, sha256, source) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'user')`,
-      [id, principalId, session.id, session.container_id, item.row.objectId, `artifact-${String(i).padStart(4, '0')}.${item.kind[0]}`, item.bytes, item.kind[1], item.row.sha256],
+      [
+        id,
+        principalId,
+        session.id,
+        session.container_id,
+        item.row.objectId,
+        `artifact-${String(i).padStart(4, '0')}.${item.kind[0]}`,
+        item.bytes,
+        item.kind[1],
+        item.row.sha256,
+      ],
     );
   }
   return { session, keys: plan.map((item) => item.row.key), plan };
@@ -134,7 +173,10 @@ async function readAllFromS3(keys) {
   return { seconds: (performance.now() - started) / 1000, bytes };
 }
 
-/** Asks for the archive (202 at once: ARCHIVE_WAIT_MS=0) and times the build until its row is ready, sampling the worker's RSS. */
+/**
+ * Asks for the archive (202 at once: ARCHIVE_WAIT_MS=0) and times the build until its row is ready, sampling the
+ * worker's RSS.
+ */
 async function buildArchive(sessionId) {
   const workerPid = stack.pid('worker');
   const idleRss = statusBytes(workerPid, 'VmRSS');
@@ -148,7 +190,12 @@ async function buildArchive(sessionId) {
   if (first.status !== 202) throw new Error(`expected 202 from the first archive request, got ${first.status}`);
   let row;
   for (;;) {
-    ({ rows: [row] } = await db.query(`SELECT a.status::text, a.error, o.bytes::text AS zip_bytes, EXTRACT(EPOCH FROM (a.completed_at - a.created_at))::float AS row_seconds FROM archives a LEFT JOIN stored_objects o ON o.id = a.object_id WHERE a.session_id = $1`, [sessionId]));
+    ({
+      rows: [row],
+    } = await db.query(
+      `SELECT a.status::text, a.error, o.bytes::text AS zip_bytes, EXTRACT(EPOCH FROM (a.completed_at - a.created_at))::float AS row_seconds FROM archives a LEFT JOIN stored_objects o ON o.id = a.object_id WHERE a.session_id = $1`,
+      [sessionId],
+    ));
     if (row?.status === 'ready') break;
     if (row?.status === 'failed') throw new Error(`archive build failed: ${row.error}`);
     await sleep(100);
@@ -162,7 +209,9 @@ async function buildArchive(sessionId) {
 /** The archive's end record, read with a Range request through the gateway: the entry count must be FILES. */
 async function checkArchive(sessionId, zipBytes) {
   const tail = Math.min(zipBytes, 64 * 1024);
-  const res = await fetch(`${API_BASE}/v1/sessions/${sessionId}/files/archive`, { headers: { authorization: `Bearer ${API_KEY}`, range: `bytes=${zipBytes - tail}-${zipBytes - 1}` } });
+  const res = await fetch(`${API_BASE}/v1/sessions/${sessionId}/files/archive`, {
+    headers: { authorization: `Bearer ${API_KEY}`, range: `bytes=${zipBytes - tail}-${zipBytes - 1}` },
+  });
   const buf = Buffer.from(await res.arrayBuffer());
   if (res.status !== 206) throw new Error(`archive range: ${res.status}`);
   const eocd = buf.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
@@ -174,7 +223,10 @@ async function checkArchive(sessionId, zipBytes) {
 const mb = (bytes) => `${(bytes / MB).toFixed(1)} MB`;
 
 function renderDocs(results, machine) {
-  const rows = results.map((r) => `| ${r.label} | ${FILES} | ${r.floorSeconds.toFixed(2)} s (${(r.bytes / MB / r.floorSeconds).toFixed(0)} MB/s) | ${r.build.seconds.toFixed(2)} s (${(r.bytes / MB / r.build.seconds).toFixed(0)} MB/s) | **${(r.build.seconds / r.floorSeconds).toFixed(2)}** | ${mb(r.build.zipBytes)} | ${mb(r.build.idleRss)} | ${mb(r.build.peakRss)} |`);
+  const rows = results.map(
+    (r) =>
+      `| ${r.label} | ${FILES} | ${r.floorSeconds.toFixed(2)} s (${(r.bytes / MB / r.floorSeconds).toFixed(0)} MB/s) | ${r.build.seconds.toFixed(2)} s (${(r.bytes / MB / r.build.seconds).toFixed(0)} MB/s) | **${(r.build.seconds / r.floorSeconds).toFixed(2)}** | ${mb(r.build.zipBytes)} | ${mb(r.build.idleRss)} | ${mb(r.build.peakRss)} |`,
+  );
   const ratios = results.map((r) => `${(r.build.seconds / r.floorSeconds).toFixed(2)} at ${r.label}`).join(', ');
   const peaks = results.map((r) => `${mb(r.build.peakRss)} at ${r.label}`).join(', ');
   const worst = Math.max(...results.map((r) => r.build.seconds / r.floorSeconds));
@@ -226,7 +278,12 @@ async function main() {
       const build = await buildArchive(session.id);
       const floorAfter = await readAllFromS3(keys);
       await checkArchive(session.id, build.zipBytes);
-      const result = { label: size.label, bytes: size.bytes, floorSeconds: (floorBefore.seconds + floorAfter.seconds) / 2, build };
+      const result = {
+        label: size.label,
+        bytes: size.bytes,
+        floorSeconds: (floorBefore.seconds + floorAfter.seconds) / 2,
+        build,
+      };
       results.push(result);
       console.log(
         `${size.label}: floor ${floorBefore.seconds.toFixed(2)}/${floorAfter.seconds.toFixed(2)} s, build ${build.seconds.toFixed(2)} s (row ${build.rowSeconds.toFixed(2)} s), ` +
@@ -238,7 +295,8 @@ async function main() {
     await stack.stop();
     await db.end();
   }
-  const write = process.env.BENCH_WRITE_DOCS === '1' || (process.env.BENCH_WRITE_DOCS !== '0' && sizes.some((s) => s.bytes >= GiB));
+  const write =
+    process.env.BENCH_WRITE_DOCS === '1' || (process.env.BENCH_WRITE_DOCS !== '0' && sizes.some((s) => s.bytes >= GiB));
   const section = renderDocs(results, machine);
   if (write) {
     writeDocsSection('archive', 'archive.bench.mjs', section);

@@ -20,7 +20,17 @@ import { tmpdir, cpus } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { deflateSync } from 'node:zlib';
-import { API_BASE as API, API_KEY as KEY, benchS3Client, DOCS_FILE, ensureBucket, PORT_BASE, serviceEnv, ServiceStack, writeDocsSection } from './support/stack.mjs';
+import {
+  API_BASE as API,
+  API_KEY as KEY,
+  benchS3Client,
+  DOCS_FILE,
+  ensureBucket,
+  PORT_BASE,
+  serviceEnv,
+  ServiceStack,
+  writeDocsSection,
+} from './support/stack.mjs';
 
 const REPS = Math.max(1, Number(process.env.BENCH_REPS ?? 5));
 const COLD_REPS = Math.max(1, Number(process.env.BENCH_COLD_REPS ?? 3));
@@ -42,45 +52,99 @@ async function artifact(containerId, filename, data) {
 
 async function conversions() {
   const text = await (await fetch(`http://127.0.0.1:${PORT_BASE + 2}/metrics`)).text();
-  return text.split('\n').filter((l) => l.startsWith('uhp_preview_conversions_total{')).reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('uhp_preview_conversions_total{'))
+    .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
 }
 
 // ---------------------------------------------------------------- documents ---
 const escape = (s) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
-const paragraphs = (marker, n) => Array.from({ length: n }, (_, i) => `Paragraph ${i + 1} of the ${marker} report. ${'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(3)}`);
-const NS = 'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0" xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" office:version="1.2"';
-const flat = (mime, body) => `<?xml version="1.0" encoding="UTF-8"?><office:document ${NS} office:mimetype="${mime}"><office:body>${body}</office:body></office:document>`;
-const fodt = (marker) => flat('application/vnd.oasis.opendocument.text', `<office:text>${paragraphs(marker, 30).map((p) => `<text:p>${escape(p)}</text:p>`).join('')}</office:text>`);
-const fods = (marker) => flat('application/vnd.oasis.opendocument.spreadsheet', `<office:spreadsheet><table:table table:name="${marker}">${Array.from({ length: 200 }, (_, r) => `<table:table-row>${Array.from({ length: 8 }, (_, c) => `<table:table-cell office:value-type="float" office:value="${r * 8 + c}"><text:p>${r * 8 + c}</text:p></table:table-cell>`).join('')}</table:table-row>`).join('')}</table:table></office:spreadsheet>`);
-const fodp = (marker) => flat('application/vnd.oasis.opendocument.presentation', `<office:presentation>${Array.from({ length: 5 }, (_, i) => `<draw:page draw:name="s${i}"><draw:frame svg:x="2cm" svg:y="2cm" svg:width="20cm" svg:height="3cm"><draw:text-box><text:p>${marker} slide ${i + 1}</text:p></draw:text-box></draw:frame></draw:page>`).join('')}</office:presentation>`);
+const paragraphs = (marker, n) =>
+  Array.from(
+    { length: n },
+    (_, i) =>
+      `Paragraph ${i + 1} of the ${marker} report. ${'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(3)}`,
+  );
+const NS =
+  'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0" xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" office:version="1.2"';
+const flat = (mime, body) =>
+  `<?xml version="1.0" encoding="UTF-8"?><office:document ${NS} office:mimetype="${mime}"><office:body>${body}</office:body></office:document>`;
+const fodt = (marker) =>
+  flat(
+    'application/vnd.oasis.opendocument.text',
+    `<office:text>${paragraphs(marker, 30)
+      .map((p) => `<text:p>${escape(p)}</text:p>`)
+      .join('')}</office:text>`,
+  );
+const fods = (marker) =>
+  flat(
+    'application/vnd.oasis.opendocument.spreadsheet',
+    `<office:spreadsheet><table:table table:name="${marker}">${Array.from({ length: 200 }, (_, r) => `<table:table-row>${Array.from({ length: 8 }, (_, c) => `<table:table-cell office:value-type="float" office:value="${r * 8 + c}"><text:p>${r * 8 + c}</text:p></table:table-cell>`).join('')}</table:table-row>`).join('')}</table:table></office:spreadsheet>`,
+  );
+const fodp = (marker) =>
+  flat(
+    'application/vnd.oasis.opendocument.presentation',
+    `<office:presentation>${Array.from({ length: 5 }, (_, i) => `<draw:page draw:name="s${i}"><draw:frame svg:x="2cm" svg:y="2cm" svg:width="20cm" svg:height="3cm"><draw:text-box><text:p>${marker} slide ${i + 1}</text:p></draw:text-box></draw:frame></draw:page>`).join('')}</office:presentation>`,
+  );
 
 /** A 64×64 RGB PNG, different per marker. */
 function png(marker) {
-  const crcTable = Array.from({ length: 256 }, (_, n) => { let c = n; for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1; return c >>> 0; });
-  const crc = (buf) => { let c = 0xffffffff; for (const b of buf) c = crcTable[(c ^ b) & 0xff] ^ (c >>> 8); return (c ^ 0xffffffff) >>> 0; };
-  const chunk = (type, data) => { const len = Buffer.alloc(4); len.writeUInt32BE(data.length); const td = Buffer.concat([Buffer.from(type), data]); const c = Buffer.alloc(4); c.writeUInt32BE(crc(td)); return Buffer.concat([len, td, c]); };
+  const crcTable = Array.from({ length: 256 }, (_, n) => {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    return c >>> 0;
+  });
+  const crc = (buf) => {
+    let c = 0xffffffff;
+    for (const b of buf) c = crcTable[(c ^ b) & 0xff] ^ (c >>> 8);
+    return (c ^ 0xffffffff) >>> 0;
+  };
+  const chunk = (type, data) => {
+    const len = Buffer.alloc(4);
+    len.writeUInt32BE(data.length);
+    const td = Buffer.concat([Buffer.from(type), data]);
+    const c = Buffer.alloc(4);
+    c.writeUInt32BE(crc(td));
+    return Buffer.concat([len, td, c]);
+  };
   const size = 64;
   const seed = createHash('sha256').update(marker).digest();
   const raw = Buffer.alloc((size * 3 + 1) * size);
-  for (let y = 0; y < size; y++) for (let x = 0; x < size; x++) raw.set([(x * 4 + seed[0]) & 255, (y * 4 + seed[1]) & 255, seed[2]], y * (size * 3 + 1) + 1 + x * 3);
+  for (let y = 0; y < size; y++)
+    for (let x = 0; x < size; x++)
+      raw.set([(x * 4 + seed[0]) & 255, (y * 4 + seed[1]) & 255, seed[2]], y * (size * 3 + 1) + 1 + x * 3);
   const header = Buffer.alloc(13);
   header.writeUInt32BE(size, 0);
   header.writeUInt32BE(size, 4);
   header.set([8, 2, 0, 0, 0], 8);
-  return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk('IHDR', header), chunk('IDAT', deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]),
+    chunk('IHDR', header),
+    chunk('IDAT', deflateSync(raw)),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 /** Office files made by LibreOffice from flat ODF sources, one soffice call per target format. */
 function officeFiles(dir, markers) {
   const profile = `file://${join(dir, 'maker-profile')}`;
   const out = {};
-  for (const [ext, source, make] of [['docx', 'fodt', fodt], ['xlsx', 'fods', fods], ['pptx', 'fodp', fodp]]) {
+  for (const [ext, source, make] of [
+    ['docx', 'fodt', fodt],
+    ['xlsx', 'fods', fods],
+    ['pptx', 'fodp', fodp],
+  ]) {
     const sources = markers.map((marker) => {
       const path = join(dir, `${marker}.${source}`);
       writeFileSync(path, make(marker));
       return path;
     });
-    execFileSync(SOFFICE, [`-env:UserInstallation=${profile}`, '--headless', '--convert-to', ext, '--outdir', dir, ...sources], { stdio: 'ignore', timeout: 300_000 });
+    execFileSync(
+      SOFFICE,
+      [`-env:UserInstallation=${profile}`, '--headless', '--convert-to', ext, '--outdir', dir, ...sources],
+      { stdio: 'ignore', timeout: 300_000 },
+    );
     out[ext] = markers.map((marker) => join(dir, `${marker}.${ext}`));
   }
   return out;
@@ -89,7 +153,19 @@ function officeFiles(dir, markers) {
 function coldSoffice(file, dir) {
   const profile = mkdtempSync(join(dir, 'cold-profile-'));
   const started = performance.now();
-  execFileSync(SOFFICE, [`-env:UserInstallation=file://${profile}`, '--headless', '--convert-to', 'pdf', '--outdir', join(dir, 'cold-out'), file], { stdio: 'ignore', timeout: 300_000 });
+  execFileSync(
+    SOFFICE,
+    [
+      `-env:UserInstallation=file://${profile}`,
+      '--headless',
+      '--convert-to',
+      'pdf',
+      '--outdir',
+      join(dir, 'cold-out'),
+      file,
+    ],
+    { stdio: 'ignore', timeout: 300_000 },
+  );
   const ms = performance.now() - started;
   rmSync(profile, { recursive: true, force: true });
   return ms;
@@ -121,7 +197,12 @@ async function main() {
       docx: (i) => readFileSync(office.docx[i]),
       xlsx: (i) => readFileSync(office.xlsx[i]),
       pptx: (i) => readFileSync(office.pptx[i]),
-      html: (i) => Buffer.from(`<html><body><h1>${markers[i]}</h1>${paragraphs(markers[i], 30).map((p) => `<p>${p}</p>`).join('')}</body></html>`),
+      html: (i) =>
+        Buffer.from(
+          `<html><body><h1>${markers[i]}</h1>${paragraphs(markers[i], 30)
+            .map((p) => `<p>${p}</p>`)
+            .join('')}</body></html>`,
+        ),
       md: (i) => Buffer.from(`# ${markers[i]}\n\n${paragraphs(markers[i], 30).join('\n\n')}\n`),
       txt: (i) => Buffer.from(`${markers[i]}\n${paragraphs(markers[i], 30).join('\n')}\n`),
       png: (i) => png(markers[i]),
@@ -129,17 +210,28 @@ async function main() {
 
     console.log('preview bench: cold soffice --convert-to pdf with a fresh profile …');
     const cold = {};
-    for (const ext of ['docx', 'xlsx', 'pptx']) cold[ext] = Array.from({ length: Math.min(COLD_REPS, REPS) }, (_, i) => coldSoffice(office[ext][i], dir));
+    for (const ext of ['docx', 'xlsx', 'pptx'])
+      cold[ext] = Array.from({ length: Math.min(COLD_REPS, REPS) }, (_, i) => coldSoffice(office[ext][i], dir));
 
     const s3 = benchS3Client();
     await ensureBucket(s3);
     s3.destroy();
     await stack.start();
-    const session = JSON.parse((await call('POST', '/v1/sessions', JSON.stringify({}), { 'content-type': 'application/json' })).toString());
+    const session = JSON.parse(
+      (await call('POST', '/v1/sessions', JSON.stringify({}), { 'content-type': 'application/json' })).toString(),
+    );
     const container = session.container_id;
     // One warm-up conversion per converter family, so the first measured preview is not a pool start.
-    for (const [name, data] of [['warm.docx', readFileSync(office.docx[REPS])], ['warm.txt', Buffer.from('warm up')], ['warm.png', png(`warm-${randomBytes(4).toString('hex')}`)]]) {
-      const file = await artifact(container, name.replace('warm', `warm-${randomBytes(3).toString('hex')}`), Buffer.concat([data, name.endsWith('.txt') ? Buffer.from(randomBytes(4).toString('hex')) : Buffer.alloc(0)]));
+    for (const [name, data] of [
+      ['warm.docx', readFileSync(office.docx[REPS])],
+      ['warm.txt', Buffer.from('warm up')],
+      ['warm.png', png(`warm-${randomBytes(4).toString('hex')}`)],
+    ]) {
+      const file = await artifact(
+        container,
+        name.replace('warm', `warm-${randomBytes(3).toString('hex')}`),
+        Buffer.concat([data, name.endsWith('.txt') ? Buffer.from(randomBytes(4).toString('hex')) : Buffer.alloc(0)]),
+      );
       await call('GET', `/v1/containers/${container}/files/${file.id}/pdf`);
     }
 
@@ -153,7 +245,9 @@ async function main() {
         cached.push((await timed(() => call('GET', `/v1/containers/${container}/files/${file.id}/pdf`))).ms);
       }
       results[ext] = { first, cached };
-      console.log(`${ext.padEnd(5)} first ${ms(median(first))} (p95 ${ms(p95(first))})  cached ${ms(median(cached))} (p95 ${ms(p95(cached))})${cold[ext] ? `  cold soffice ${ms(median(cold[ext]))} (p95 ${ms(p95(cold[ext]))})  ratio ${(median(first) / median(cold[ext])).toFixed(3)}` : ''}`);
+      console.log(
+        `${ext.padEnd(5)} first ${ms(median(first))} (p95 ${ms(p95(first))})  cached ${ms(median(cached))} (p95 ${ms(p95(cached))})${cold[ext] ? `  cold soffice ${ms(median(cold[ext]))} (p95 ${ms(p95(cold[ext]))})  ratio ${(median(first) / median(cold[ext])).toFixed(3)}` : ''}`,
+      );
     }
 
     // Cached preview vs plain download of the same number of bytes (the PDF itself uploaded as an artifact).
@@ -172,20 +266,36 @@ async function main() {
     await throughput(plainPath);
     const plainMBps = median([await throughput(plainPath), await throughput(plainPath), await throughput(plainPath)]);
     const cachedMBps = median([await throughput(pdfPath), await throughput(pdfPath), await throughput(pdfPath)]);
-    console.log(`cached preview ${cachedMBps.toFixed(1)} MB/s vs plain download ${plainMBps.toFixed(1)} MB/s of ${pdf.length} bytes: ratio ${(cachedMBps / plainMBps).toFixed(2)}`);
+    console.log(
+      `cached preview ${cachedMBps.toFixed(1)} MB/s vs plain download ${plainMBps.toFixed(1)} MB/s of ${pdf.length} bytes: ratio ${(cachedMBps / plainMBps).toFixed(2)}`,
+    );
 
     // 20 concurrent identical first requests.
     const otherMarker = `c${randomBytes(5).toString('hex')}`;
     const fresh = officeFiles(mkdtempSync(join(dir, 'fresh-')), [otherMarker]).docx[0];
     const target = await artifact(container, `${otherMarker}.docx`, readFileSync(fresh));
     const before = await conversions();
-    const burst = await timed(() => Promise.all(Array.from({ length: 20 }, () => call('GET', `/v1/containers/${container}/files/${target.id}/pdf`))));
+    const burst = await timed(() =>
+      Promise.all(Array.from({ length: 20 }, () => call('GET', `/v1/containers/${container}/files/${target.id}/pdf`))),
+    );
     const burstConversions = (await conversions()) - before;
     const identical = new Set(burst.result.map((b) => b.toString('base64'))).size === 1;
-    console.log(`20 concurrent first requests: ${burstConversions} conversion(s), identical answers: ${identical}, all done in ${ms(burst.ms)}`);
+    console.log(
+      `20 concurrent first requests: ${burstConversions} conversion(s), identical answers: ${identical}, all done in ${ms(burst.ms)}`,
+    );
 
     const officeFirst = ['docx', 'xlsx', 'pptx'].map((ext) => median(results[ext].first) / median(cold[ext]));
-    const summary = { results, cold, plainMBps, cachedMBps, pdfBytes: pdf.length, burstConversions, burstMs: burst.ms, identical, officeFirst };
+    const summary = {
+      results,
+      cold,
+      plainMBps,
+      cachedMBps,
+      pdfBytes: pdf.length,
+      burstConversions,
+      burstMs: burst.ms,
+      identical,
+      officeFirst,
+    };
     if (process.env.BENCH_WRITE_DOCS !== '0') writeDocs(summary);
   } finally {
     await stack.stop();
@@ -201,7 +311,8 @@ function writeDocs(s) {
   const section = [
     `Run of ${new Date().toISOString().slice(0, 10)} on ${cpus().length} cores, ${REPS} documents per format (cold baseline: ${Math.min(COLD_REPS, REPS)} per office format). Every first preview is new content; one warm-up conversion per converter family ran before.`,
     '',
-    '| format | first preview median | p95 | cached median | p95 | cold `soffice --convert-to pdf` median / p95 | first ÷ cold |',
+    '| format | first preview median | p95 | cached median | p95 | cold `soffice --convert-to pdf` median / p95 | ' +
+      'first ÷ cold |',
     '|---|---|---|---|---|---|---|',
     ...rows,
     '',

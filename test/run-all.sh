@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `npm test`: every test. Installs what is missing, starts Postgres, Redis and the local S3 server,
-# creates and migrates the test database, builds the three services, then runs the unit,
+# creates and migrates the test database, builds the three services, then runs lint and the unit,
 # integration and end-to-end tiers in turn (each tier is a vitest project; see vitest.config.ts)
 # and ends with one summary line over all of them.
 set -euo pipefail
@@ -17,6 +17,8 @@ npm run --silent build >/dev/null
 RESULTS="$ROOT/.data/test-results"
 rm -rf "$RESULTS" && mkdir -p "$RESULTS"
 status=0
+echo "── lint (eslint: rules and the import walls; prettier) ──"
+if npm run --silent lint; then echo "lint: clean"; else echo "lint: FAILED"; status=1; fi
 for tier in unit integration e2e; do
   echo "── $tier tests ──"
   npx vitest run --project "$tier" --reporter=default --reporter=json --outputFile="$RESULTS/$tier.json" || status=1

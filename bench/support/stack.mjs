@@ -36,7 +36,9 @@ export const S3 = {
 const SERVICES = ['storage', 'gateway', 'worker'];
 const PORT_OF = { gateway: PORT_BASE, storage: PORT_BASE + 1, worker: PORT_BASE + 2 };
 
-/** The services' environment: the bench's ports, database, Redis db and bucket, then `extra`, then BENCH_SERVICE_ENV. */
+/**
+ * The services' environment: the bench's ports, database, Redis db and bucket, then `extra`, then BENCH_SERVICE_ENV.
+ */
 export function serviceEnv(extra = {}) {
   return {
     HOST: '127.0.0.1',
@@ -96,11 +98,15 @@ export class ServiceStack {
     for (const name of SERVICES) {
       const logFile = join(LOG_DIR, `${this.logPrefix}${name}.log`);
       const log = createWriteStream(logFile, { flags: 'w' });
-      const child = spawn(process.execPath, ['--enable-source-maps', ...nodeArgs, join(ROOT, 'dist/apps', name, 'src/main.js')], {
-        cwd: ROOT,
-        env: { ...process.env, ...this.env },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      const child = spawn(
+        process.execPath,
+        ['--enable-source-maps', ...nodeArgs, join(ROOT, 'dist/apps', name, 'src/main.js')],
+        {
+          cwd: ROOT,
+          env: { ...process.env, ...this.env },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
       child.stdout.pipe(log);
       child.stderr.pipe(log);
       this.#children.set(name, child);
@@ -112,7 +118,8 @@ export class ServiceStack {
     const deadline = Date.now() + 90_000;
     let last = '';
     while (Date.now() < deadline) {
-      if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode} during start; see ${logFile}`);
+      if (child.exitCode !== null)
+        throw new Error(`${name} exited with ${child.exitCode} during start; see ${logFile}`);
       try {
         const res = await fetch(`http://127.0.0.1:${PORT_OF[name]}/readyz`);
         if (res.ok) return;
@@ -177,7 +184,8 @@ export async function deleteAllObjects(s3) {
   do {
     const page = await s3.send(new ListObjectsV2Command({ Bucket: S3.bucket, ContinuationToken: token }));
     const keys = (page.Contents ?? []).map((o) => ({ Key: o.Key }));
-    if (keys.length) await s3.send(new DeleteObjectsCommand({ Bucket: S3.bucket, Delete: { Objects: keys, Quiet: true } }));
+    if (keys.length)
+      await s3.send(new DeleteObjectsCommand({ Bucket: S3.bucket, Delete: { Objects: keys, Quiet: true } }));
     token = page.IsTruncated ? page.NextContinuationToken : undefined;
   } while (token);
 }

@@ -14,7 +14,10 @@ const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex')
 const archivePath = (sid: string) => `/v1/sessions/${sid}/files/archive`;
 
 /** GET the archive, following 202 + Retry-After until the 200. */
-async function fetchArchive(sid: string, opts: { who?: Who; base?: string; headers?: Record<string, string> } = {}): Promise<{ res: ApiResponse; accepted: ApiResponse[] }> {
+async function fetchArchive(
+  sid: string,
+  opts: { who?: Who; base?: string; headers?: Record<string, string> } = {},
+): Promise<{ res: ApiResponse; accepted: ApiResponse[] }> {
   const accepted: ApiResponse[] = [];
   const deadline = Date.now() + 60_000;
   for (;;) {
@@ -62,11 +65,17 @@ async function insertArtifactRow(like: { id: string }, filename: string): Promis
      SELECT $1, principal_id, session_id, container_id, object_id, $2, bytes, content_type, sha256, source, now() FROM container_files WHERE id = $3`,
     [id, filename, like.id],
   );
-  await db.query(`UPDATE stored_objects SET ref_count = ref_count + 1 WHERE id = (SELECT object_id FROM container_files WHERE id = $1)`, [like.id]);
+  await db.query(
+    `UPDATE stored_objects SET ref_count = ref_count + 1 WHERE id = (SELECT object_id FROM container_files WHERE id = $1)`,
+    [like.id],
+  );
 }
 
 async function archiveObjectKeys(sid: string): Promise<string[]> {
-  const { rows } = await db.query(`SELECT o.storage_key FROM archives a JOIN stored_objects o ON o.id = a.object_id WHERE a.session_id = $1`, [sid]);
+  const { rows } = await db.query(
+    `SELECT o.storage_key FROM archives a JOIN stored_objects o ON o.id = a.object_id WHERE a.session_id = $1`,
+    [sid],
+  );
   return rows.map((row) => row.storage_key as string);
 }
 
@@ -108,8 +117,19 @@ describe('session archives', () => {
       'ünïcødé-日本.txt',
     ];
     const first = await containerUpload(session.container_id, uploaded[0]!, 'first\n', { type: 'text/markdown' });
-    for (const [i, name] of uploaded.slice(1).entries()) await containerUpload(session.container_id, name, `file ${i}\n`, { type: 'text/plain' });
-    for (const name of ['../../../tmp/evil.txt', '..\\..\\evil.txt', '/etc/passwd', 'ctl\u0001\u007f.txt', 'bidi\u202egpj.exe', '..', '', `${'x'.repeat(300)}.txt`]) await insertArtifactRow(first, name);
+    for (const [i, name] of uploaded.slice(1).entries())
+      await containerUpload(session.container_id, name, `file ${i}\n`, { type: 'text/plain' });
+    for (const name of [
+      '../../../tmp/evil.txt',
+      '..\\..\\evil.txt',
+      '/etc/passwd',
+      'ctl\u0001\u007f.txt',
+      'bidi\u202egpj.exe',
+      '..',
+      '',
+      `${'x'.repeat(300)}.txt`,
+    ])
+      await insertArtifactRow(first, name);
     const { res } = await fetchArchive(session.id);
     expect(res.status).toBe(200);
     const names = await expectArchiveHoldsArtifacts(session.id, res.body);
@@ -148,7 +168,9 @@ describe('session archives', () => {
     expect(range.status).toBe(206);
     expect(range.headers.get('content-range')).toBe(`bytes 0-3/${res.body.length}`);
     expect(range.body.equals(res.body.subarray(0, 4))).toBe(true);
-    expect((await api('GET', archivePath(session.id), { headers: { range: `bytes=${res.body.length}-` } })).status).toBe(416);
+    expect(
+      (await api('GET', archivePath(session.id), { headers: { range: `bytes=${res.body.length}-` } })).status,
+    ).toBe(416);
     const notModified = await api('GET', archivePath(session.id), { headers: { 'if-none-match': etag } });
     expect(notModified.status).toBe(304);
     expect(notModified.body.length).toBe(0);
@@ -228,11 +250,17 @@ describe('session archives that outlast the wait', () => {
   it('answers 202 with the progress and Retry-After, then the 200', async () => {
     const session = await newSession();
     const sizes = [200_000, 100_000, 50_000];
-    for (const [i, size] of sizes.entries()) await containerUpload(session.container_id, `part-${i}.bin`, randomBytes(size));
+    for (const [i, size] of sizes.entries())
+      await containerUpload(session.container_id, `part-${i}.bin`, randomBytes(size));
     const first = await api('GET', archivePath(session.id), { base: stack.baseUrl });
     expect(first.status).toBe(202);
     expect(first.headers.get('retry-after')).toMatch(/^\d+$/);
-    expect(first.json).toMatchObject({ object: 'session.archive', status: 'in_progress', files_total: 3, bytes_total: 350_000 });
+    expect(first.json).toMatchObject({
+      object: 'session.archive',
+      status: 'in_progress',
+      files_total: 3,
+      bytes_total: 350_000,
+    });
     for (const key of ['files_done', 'bytes_done']) {
       expect(Number.isInteger(first.json[key])).toBe(true);
       expect(first.json[key]).toBeGreaterThanOrEqual(0);
@@ -249,7 +277,11 @@ describe('session archives that outlast the wait', () => {
 
 describe('session archives whose build keeps failing', () => {
   // Its own Redis db, so only this stack's worker (whose archives may hold 2,000 bytes) takes the job.
-  const stack = new Stack(testPort(18980), { ARCHIVE_WAIT_MS: '0', ARCHIVE_MAX_BYTES: '2000', REDIS_URL: 'redis://127.0.0.1:6379/12' });
+  const stack = new Stack(testPort(18980), {
+    ARCHIVE_WAIT_MS: '0',
+    ARCHIVE_MAX_BYTES: '2000',
+    REDIS_URL: 'redis://127.0.0.1:6379/12',
+  });
   beforeAll(() => stack.start());
   afterAll(() => stack.stop());
 
@@ -272,9 +304,10 @@ describe('session archives whose build keeps failing', () => {
     expect(Number(failed!.headers.get('retry-after'))).toBeGreaterThan(0);
     // While it cools down, polling does not restart the hopeless build: still 503, no new job.
     expect((await api('GET', archivePath(session.id), { base: stack.baseUrl })).status).toBe(503);
-    const { rows } = await db.query("SELECT status, object_id FROM archives WHERE session_id = $1", [session.id]);
+    const { rows } = await db.query('SELECT status, object_id FROM archives WHERE session_id = $1', [session.id]);
     expect(rows).toEqual([{ status: 'failed', object_id: null }]);
-    // Every attempt's object was discarded: nothing made since the test began is left UPLOADING or READY without an owner.
+    // Every attempt's object was discarded: nothing made since the test began is left UPLOADING or READY without an
+    // owner.
     const leftovers = await db.query(
       `SELECT count(*)::int AS n FROM stored_objects o WHERE o.created_at >= $1 AND o.status IN ('UPLOADING', 'READY')
           AND NOT EXISTS (SELECT 1 FROM container_files f WHERE f.object_id = o.id) AND NOT EXISTS (SELECT 1 FROM files f WHERE f.object_id = o.id)

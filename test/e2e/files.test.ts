@@ -11,7 +11,16 @@ describe('files: upload, read, list, download, delete', () => {
   it('uploads a file and answers the OpenAI file object with sha256', async () => {
     const data = randomBytes(200_000);
     const file = await upload('q3 report.pdf', data, { type: 'application/pdf' });
-    expect(file).toMatchObject({ object: 'file', filename: 'q3 report.pdf', bytes: 200_000, purpose: 'user_data', content_type: 'application/pdf', sha256: sha(data), expires_at: null, status: 'processed' });
+    expect(file).toMatchObject({
+      object: 'file',
+      filename: 'q3 report.pdf',
+      bytes: 200_000,
+      purpose: 'user_data',
+      content_type: 'application/pdf',
+      sha256: sha(data),
+      expires_at: null,
+      status: 'processed',
+    });
     expect(file.id).toMatch(/^file_[0-9A-Za-z]{24}$/);
     expect(Math.abs(file.created_at - Date.now() / 1000)).toBeLessThan(60);
     const again = await api('GET', `/v1/files/${file.id}`);
@@ -31,7 +40,9 @@ describe('files: upload, read, list, download, delete', () => {
     expect(res.headers.get('cache-control')).toBe('private');
     expect(res.headers.get('accept-ranges')).toBe('bytes');
     expect(res.headers.get('etag')).toBe(`"${sha(data)}"`);
-    expect(res.headers.get('content-disposition')).toBe(`attachment; filename="r_sum_ final.bin"; filename*=UTF-8''r%C3%A9sum%C3%A9%20final.bin`);
+    expect(res.headers.get('content-disposition')).toBe(
+      `attachment; filename="r_sum_ final.bin"; filename*=UTF-8''r%C3%A9sum%C3%A9%20final.bin`,
+    );
   });
 
   it('serves byte ranges, 416 outside the file, and 304 for a matching ETag', async () => {
@@ -70,7 +81,14 @@ describe('files: upload, read, list, download, delete', () => {
   });
 
   it('keeps purpose and expires_after sent after the file part', async () => {
-    const file = await upload('batch.jsonl', '{}\n', { fields: { purpose: 'fine-tune', 'expires_after[anchor]': 'created_at', 'expires_after[seconds]': '86400', x_ignored: 'y' } });
+    const file = await upload('batch.jsonl', '{}\n', {
+      fields: {
+        purpose: 'fine-tune',
+        'expires_after[anchor]': 'created_at',
+        'expires_after[seconds]': '86400',
+        x_ignored: 'y',
+      },
+    });
     expect(file.purpose).toBe('fine-tune');
     expect(file.expires_at).toBe(file.created_at + 86_400);
     const listed = await api('GET', '/v1/files?purpose=fine-tune&limit=1000');
@@ -97,7 +115,10 @@ describe('files: upload, read, list, download, delete', () => {
 
   it('deletes: 404 at once, gone from the list, bytes purged from the bucket', async () => {
     const file = await upload('gone.txt', 'bye');
-    const { rows } = await db.query('SELECT o.storage_key FROM files f JOIN stored_objects o ON o.id = f.object_id WHERE f.id = $1', [file.id]);
+    const { rows } = await db.query(
+      'SELECT o.storage_key FROM files f JOIN stored_objects o ON o.id = f.object_id WHERE f.id = $1',
+      [file.id],
+    );
     const key = rows[0].storage_key as string;
     expect(await objectExists(key)).toBe(true);
     const deleted = await api('DELETE', `/v1/files/${file.id}`);
@@ -106,26 +127,48 @@ describe('files: upload, read, list, download, delete', () => {
     expect((await api('GET', `/v1/files/${file.id}/content`)).status).toBe(404);
     expect((await api('DELETE', `/v1/files/${file.id}`)).status).toBe(404);
     await pollUntil(async () => !(await objectExists(key)), 'purged object gone from the bucket', 30_000);
-    await pollUntil(async () => (await count(`SELECT count(*) FROM stored_objects WHERE storage_key = $1 AND status <> 'PURGED'`, [key])) === 0, 'its row purged', 10_000);
+    await pollUntil(
+      async () =>
+        (await count(`SELECT count(*) FROM stored_objects WHERE storage_key = $1 AND status <> 'PURGED'`, [key])) === 0,
+      'its row purged',
+      10_000,
+    );
   });
 
   it('expires a file in the background', async () => {
-    const file = await upload('short-lived.txt', 'soon', { fields: { 'expires_after[anchor]': 'created_at', 'expires_after[seconds]': '3600' } });
+    const file = await upload('short-lived.txt', 'soon', {
+      fields: { 'expires_after[anchor]': 'created_at', 'expires_after[seconds]': '3600' },
+    });
     await db.query(`UPDATE files SET expires_at = now() - interval '1 second' WHERE id = $1`, [file.id]);
     expect((await api('GET', `/v1/files/${file.id}`)).status).toBe(404);
-    await pollUntil(async () => (await count('SELECT count(*) FROM files WHERE id = $1 AND deleted_at IS NOT NULL', [file.id])) === 1, 'sweep marks the expired file deleted', 30_000);
+    await pollUntil(
+      async () => (await count('SELECT count(*) FROM files WHERE id = $1 AND deleted_at IS NOT NULL', [file.id])) === 1,
+      'sweep marks the expired file deleted',
+      30_000,
+    );
   });
 
   it('rejects a bad purpose and a bad expiry with their param and keeps nothing', async () => {
     const since = await dbNow();
-    const bad = await api('POST', '/v1/files', { form: fileForm('bad-purpose.txt', 'x', 'text/plain', { purpose: 'bogus' }) });
+    const bad = await api('POST', '/v1/files', {
+      form: fileForm('bad-purpose.txt', 'x', 'text/plain', { purpose: 'bogus' }),
+    });
     expect(bad.status).toBe(400);
     expect(bad.json.error).toMatchObject({ code: 'invalid_request', param: 'purpose' });
-    const early = await api('POST', '/v1/files', { form: fileForm('bad-first.txt', 'x', 'text/plain', { purpose: 'bogus' }, true) });
+    const early = await api('POST', '/v1/files', {
+      form: fileForm('bad-first.txt', 'x', 'text/plain', { purpose: 'bogus' }, true),
+    });
     expect(early.json.error.param).toBe('purpose');
-    const expiry = await api('POST', '/v1/files', { form: fileForm('bad-exp.txt', 'x', 'text/plain', { 'expires_after[anchor]': 'created_at', 'expires_after[seconds]': '3599' }) });
+    const expiry = await api('POST', '/v1/files', {
+      form: fileForm('bad-exp.txt', 'x', 'text/plain', {
+        'expires_after[anchor]': 'created_at',
+        'expires_after[seconds]': '3599',
+      }),
+    });
     expect(expiry.json.error.param).toBe('expires_after');
-    const half = await api('POST', '/v1/files', { form: fileForm('half-exp.txt', 'x', 'text/plain', { 'expires_after[seconds]': '4000' }) });
+    const half = await api('POST', '/v1/files', {
+      form: fileForm('half-exp.txt', 'x', 'text/plain', { 'expires_after[seconds]': '4000' }),
+    });
     expect(half.json.error.param).toBe('expires_after');
     expect(await leftoversSince(since)).toEqual({ objects: 0, files: 0, containerFiles: 0 });
   });

@@ -79,7 +79,10 @@ describe('PDF previews through the worker', () => {
     const one = await artifact('shared.html', content, 'text/html');
     const two = await artifact('copy.html', content, 'text/html');
     const before = await conversions();
-    const answers = await Promise.all([...Array.from({ length: 20 }, () => api('GET', one.path)), api('GET', two.path)]);
+    const answers = await Promise.all([
+      ...Array.from({ length: 20 }, () => api('GET', one.path)),
+      api('GET', two.path),
+    ]);
     expect(answers.map((a) => a.status)).toEqual(Array(21).fill(200));
     expect(new Set(answers.map((a) => a.body.toString('base64'))).size).toBe(1);
     expect(await conversions()).toBe(before + 1);
@@ -106,7 +109,11 @@ describe('PDF previews through the worker', () => {
 
     const archive = await artifact('bundle.zip', randomBytes(100), 'application/zip');
     const unsupported = await api('GET', archive.path);
-    expect([unsupported.status, unsupported.json.error.code, unsupported.headers.get('x-should-retry')]).toEqual([502, 'preview_failed', 'false']);
+    expect([unsupported.status, unsupported.json.error.code, unsupported.headers.get('x-should-retry')]).toEqual([
+      502,
+      'preview_failed',
+      'false',
+    ]);
   });
 
   it('renders HTML with scripts off and no request leaving the worker', async () => {
@@ -135,13 +142,23 @@ describe('PDF previews through the worker', () => {
     const { session, file, path } = await artifact('scoped.txt', `scoped ${randomBytes(6).toString('hex')}`);
     expect((await api('GET', path)).status).toBe(200);
     expect((await api('GET', path, { who: 'bob' })).status).toBe(404);
-    const { rows } = await db.query('SELECT o.storage_key FROM previews p JOIN stored_objects o ON o.id = p.object_id WHERE p.sha256 = $1', [file.sha256]);
+    const { rows } = await db.query(
+      'SELECT o.storage_key FROM previews p JOIN stored_objects o ON o.id = p.object_id WHERE p.sha256 = $1',
+      [file.sha256],
+    );
     expect(rows).toHaveLength(1);
     expect(await objectExists(rows[0].storage_key)).toBe(true);
     expect((await api('DELETE', `/v1/sessions/${session.id}`)).status).toBe(200);
     expect((await api('GET', path)).status).toBe(404);
-    await pollUntil(async () => !(await objectExists(rows[0].storage_key)), "the preview's PDF purged from the bucket", 60_000, 250);
-    expect((await db.query('SELECT count(*)::int AS n FROM previews WHERE sha256 = $1', [file.sha256])).rows[0].n).toBe(0);
+    await pollUntil(
+      async () => !(await objectExists(rows[0].storage_key)),
+      "the preview's PDF purged from the bucket",
+      60_000,
+      250,
+    );
+    expect((await db.query('SELECT count(*)::int AS n FROM previews WHERE sha256 = $1', [file.sha256])).rows[0].n).toBe(
+      0,
+    );
   });
 });
 
@@ -154,12 +171,18 @@ describe('previews turned off', () => {
     const session = (await api('POST', '/v1/sessions', { json: {}, base: stack.baseUrl })).json;
     const form = new FormData();
     form.append('file', new Blob(['text']), 'doc.txt');
-    const file = (await api('POST', `/v1/containers/${session.container_id}/files`, { form, base: stack.baseUrl })).json;
-    const res = await api('GET', `/v1/containers/${session.container_id}/files/${file.id}/pdf`, { base: stack.baseUrl });
+    const file = (await api('POST', `/v1/containers/${session.container_id}/files`, { form, base: stack.baseUrl }))
+      .json;
+    const res = await api('GET', `/v1/containers/${session.container_id}/files/${file.id}/pdf`, {
+      base: stack.baseUrl,
+    });
     expect(res.status).toBe(501);
     expect(res.json.error).toMatchObject({ type: 'not_implemented_error', code: 'preview_unavailable' });
     expect(res.headers.get('x-should-retry')).toBe('false');
-    expect((await api('GET', '/v1/limits', { base: stack.baseUrl })).json.preview).toMatchObject({ enabled: false, formats: [] });
+    expect((await api('GET', '/v1/limits', { base: stack.baseUrl })).json.preview).toMatchObject({
+      enabled: false,
+      formats: [],
+    });
   });
 });
 
@@ -167,13 +190,24 @@ describe('previews on, but no worker has recorded a converter', () => {
   // Its own database (the shared one's converter_status says every converter works), and no worker.
   const databaseUrl = `${TEST_DATABASE_URL}_noconv`;
   const database = new URL(databaseUrl).pathname.slice(1);
-  const admin = (sql: string) => execFileSync('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-d', 'postgres', '-qc', sql]);
+  const admin = (sql: string) =>
+    execFileSync('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-d', 'postgres', '-qc', sql]);
   const stack = new Stack(testPort(19280), { DATABASE_URL: databaseUrl });
   beforeAll(async () => {
     admin(`DROP DATABASE IF EXISTS ${database}`);
     admin(`CREATE DATABASE ${database}`);
-    const schema = execFileSync('pg_dump', ['-h', '127.0.0.1', '-U', 'postgres', '--schema-only', '--no-owner', new URL(TEST_DATABASE_URL).pathname.slice(1)]);
-    execFileSync('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-d', database, '-q', '-v', 'ON_ERROR_STOP=1'], { input: schema });
+    const schema = execFileSync('pg_dump', [
+      '-h',
+      '127.0.0.1',
+      '-U',
+      'postgres',
+      '--schema-only',
+      '--no-owner',
+      new URL(TEST_DATABASE_URL).pathname.slice(1),
+    ]);
+    execFileSync('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-d', database, '-q', '-v', 'ON_ERROR_STOP=1'], {
+      input: schema,
+    });
     await stack.start(['storage', 'gateway']);
   });
   afterAll(async () => {
@@ -185,11 +219,17 @@ describe('previews on, but no worker has recorded a converter', () => {
     const session = (await api('POST', '/v1/sessions', { json: {}, base: stack.baseUrl })).json;
     const form = new FormData();
     form.append('file', new Blob(['a memo']), 'memo.docx');
-    const file = (await api('POST', `/v1/containers/${session.container_id}/files`, { form, base: stack.baseUrl })).json;
-    const res = await api('GET', `/v1/containers/${session.container_id}/files/${file.id}/pdf`, { base: stack.baseUrl });
+    const file = (await api('POST', `/v1/containers/${session.container_id}/files`, { form, base: stack.baseUrl }))
+      .json;
+    const res = await api('GET', `/v1/containers/${session.container_id}/files/${file.id}/pdf`, {
+      base: stack.baseUrl,
+    });
     expect(res.status).toBe(501);
     expect(res.json.error).toMatchObject({ code: 'preview_unavailable', message: expect.stringContaining('office') });
     expect(res.headers.get('x-should-retry')).toBe('false');
-    expect((await api('GET', '/v1/limits', { base: stack.baseUrl })).json.preview).toMatchObject({ enabled: false, formats: [] });
+    expect((await api('GET', '/v1/limits', { base: stack.baseUrl })).json.preview).toMatchObject({
+      enabled: false,
+      formats: [],
+    });
   });
 });

@@ -28,7 +28,11 @@ async function miscountedObjects(objectIds: string[]): Promise<{ id: string; ref
 }
 
 async function objectOfFile(fileId: string): Promise<string> {
-  const { rows } = await db.query('SELECT object_id::text AS id FROM files WHERE id = $1 UNION SELECT object_id::text FROM container_files WHERE id = $1', [fileId]);
+  const { rows } = await db.query(
+    'SELECT object_id::text AS id FROM files WHERE id = $1 UNION SELECT object_id::text FROM container_files WHERE ' +
+      'id = $1',
+    [fileId],
+  );
   return rows[0].id;
 }
 
@@ -46,7 +50,10 @@ async function liveRowsUnderDeletedContainers(sessionIds: string[]): Promise<num
 /** Waits until none of these objects is waiting for its purge (the worker deleted its bytes, or it lives on). */
 async function purgesSettled(objectIds: string[]): Promise<void> {
   await pollUntil(async () => {
-    const { rows } = await db.query(`SELECT count(*) AS n FROM stored_objects WHERE id = ANY($1::uuid[]) AND status = 'PURGING'`, [objectIds]);
+    const { rows } = await db.query(
+      `SELECT count(*) AS n FROM stored_objects WHERE id = ANY($1::uuid[]) AND status = 'PURGING'`,
+      [objectIds],
+    );
     return Number(rows[0].n) === 0;
   }, 'purges settled');
 }
@@ -72,7 +79,9 @@ describe('races between deletes, copies and commits', () => {
       expect(copy.status).toBe(200);
       kept.push({ copyId: copy.json.id, data, objectId: await objectOfFile(file.id) });
       const results = await Promise.all(Array.from({ length: PARALLEL }, () => api('DELETE', `/v1/files/${file.id}`)));
-      expect(results.every((res) => res.status === 200 || (res.status === 404 && res.json.error.code === 'not_found'))).toBe(true);
+      expect(
+        results.every((res) => res.status === 200 || (res.status === 404 && res.json.error.code === 'not_found')),
+      ).toBe(true);
       if (ok(results) !== 1) doubled.push(`round ${round}: ${statuses(results)}`);
     }
     expect(doubled, 'rounds where the delete did not answer 200 exactly once').toEqual([]);
@@ -127,13 +136,17 @@ describe('races between deletes, copies and commits', () => {
     const doubled: string[] = [];
     for (let round = 0; round < ROUNDS / 2; round++) {
       const data = randomBytes(1_000 + round);
-      const file = await upload('expiring.bin', data, { fields: { 'expires_after[anchor]': 'created_at', 'expires_after[seconds]': '3600' } });
+      const file = await upload('expiring.bin', data, {
+        fields: { 'expires_after[anchor]': 'created_at', 'expires_after[seconds]': '3600' },
+      });
       const copy = await api('POST', `/v1/containers/${session.container_id}/files`, { json: { file_id: file.id } });
       kept.push({ copyId: copy.json.id, data, objectId: await objectOfFile(file.id) });
       // Expiry is at least an hour through the API: move it to just ahead of now, then race it.
       await db.query(`UPDATE files SET expires_at = now() + interval '300 milliseconds' WHERE id = $1`, [file.id]);
       const results = await Promise.all(
-        Array.from({ length: PARALLEL }, (_, i) => new Promise((resolve) => setTimeout(resolve, 200 + i * 12)).then(() => api('DELETE', `/v1/files/${file.id}`))),
+        Array.from({ length: PARALLEL }, (_, i) =>
+          new Promise((resolve) => setTimeout(resolve, 200 + i * 12)).then(() => api('DELETE', `/v1/files/${file.id}`)),
+        ),
       );
       if (ok(results) > 1) doubled.push(`round ${round}: ${statuses(results)}`);
     }

@@ -13,7 +13,13 @@ describe('sessions, containers and container files', () => {
     expect(res.json.container_id).toMatch(/^cntr_[0-9A-Za-z]{24}$/);
     expect((await api('GET', `/v1/sessions/${res.json.id}`)).json).toEqual(res.json);
     const container = await api('GET', `/v1/containers/${res.json.container_id}`);
-    expect(container.json).toMatchObject({ id: res.json.container_id, object: 'container', session_id: res.json.id, name: null, status: 'running' });
+    expect(container.json).toMatchObject({
+      id: res.json.container_id,
+      object: 'container',
+      session_id: res.json.id,
+      name: null,
+      status: 'running',
+    });
     const sessions = await api('GET', '/v1/sessions?limit=1');
     expect(sessions.json).toMatchObject({ object: 'list', has_more: true });
     expect(sessions.json.data[0].id).toBe(res.json.id);
@@ -24,7 +30,11 @@ describe('sessions, containers and container files', () => {
     expect((await api('POST', '/v1/sessions', { json: [] })).status).toBe(400);
     const text = await api('POST', '/v1/sessions', { headers: { 'content-type': 'text/plain' }, json: undefined });
     expect(text.status).toBe(200);
-    const broken = await fetch(`${E2E_BASE_URL}/v1/sessions`, { method: 'POST', headers: { authorization: 'Bearer sk_test_alice_0123456789', 'content-type': 'application/json' }, body: '{"metadata": {' });
+    const broken = await fetch(`${E2E_BASE_URL}/v1/sessions`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer sk_test_alice_0123456789', 'content-type': 'application/json' },
+      body: '{"metadata": {',
+    });
     expect(broken.status).toBe(400);
     expect(((await broken.json()) as { error: { code: string } }).error.code).toBe('invalid_json');
   });
@@ -33,20 +43,40 @@ describe('sessions, containers and container files', () => {
     const session = await newSession();
     const data = randomBytes(5000);
     const artifact = await containerUpload(session.container_id, 'chart.png', data, { type: 'image/png' });
-    expect(artifact).toMatchObject({ object: 'container.file', container_id: session.container_id, session_id: session.id, filename: 'chart.png', path: '/mnt/data/chart.png', bytes: 5000, content_type: 'image/png', source: 'user', response_id: null });
+    expect(artifact).toMatchObject({
+      object: 'container.file',
+      container_id: session.container_id,
+      session_id: session.id,
+      filename: 'chart.png',
+      path: '/mnt/data/chart.png',
+      bytes: 5000,
+      content_type: 'image/png',
+      source: 'user',
+      response_id: null,
+    });
     const file = await upload('input.csv', 'a,b\n1,2\n', { type: 'text/csv' });
     const copy = await api('POST', `/v1/containers/${session.container_id}/files`, { json: { file_id: file.id } });
     expect(copy.status).toBe(200);
     expect(copy.json.id).not.toBe(file.id);
     expect(copy.json).toMatchObject({ filename: 'input.csv', bytes: 8, source: 'user' });
-    const { rows } = await db.query(`SELECT o.ref_count FROM container_files c JOIN stored_objects o ON o.id = c.object_id WHERE c.id = $1`, [copy.json.id]);
+    const { rows } = await db.query(
+      `SELECT o.ref_count FROM container_files c JOIN stored_objects o ON o.id = c.object_id WHERE c.id = $1`,
+      [copy.json.id],
+    );
     expect(rows[0].ref_count).toBe(2);
-    expect(await count(`SELECT count(DISTINCT object_id) FROM (SELECT object_id FROM files WHERE id = $1 UNION ALL SELECT object_id FROM container_files WHERE id = $2) x`, [file.id, copy.json.id])).toBe(1);
+    expect(
+      await count(
+        `SELECT count(DISTINCT object_id) FROM (SELECT object_id FROM files WHERE id = $1 UNION ALL SELECT object_id FROM container_files WHERE id = $2) x`,
+        [file.id, copy.json.id],
+      ),
+    ).toBe(1);
     // Deleting the original keeps the copy readable: the object still has a reference.
     await api('DELETE', `/v1/files/${file.id}`);
     const content = await api('GET', `/v1/containers/${session.container_id}/files/${copy.json.id}/content`);
     expect(content.body.toString()).toBe('a,b\n1,2\n');
-    expect((await api('POST', `/v1/containers/${session.container_id}/files`, { json: { file_id: file.id } })).json.error).toMatchObject({ code: 'not_found', param: 'file_id' });
+    expect(
+      (await api('POST', `/v1/containers/${session.container_id}/files`, { json: { file_id: file.id } })).json.error,
+    ).toMatchObject({ code: 'not_found', param: 'file_id' });
     const listed = await api('GET', `/v1/containers/${session.container_id}/files?order=asc`);
     expect(listed.json.data.map((f: { id: string }) => f.id)).toEqual([artifact.id, copy.json.id]);
     const deleted = await api('DELETE', `/v1/containers/${session.container_id}/files/${artifact.id}`);
@@ -56,7 +86,9 @@ describe('sessions, containers and container files', () => {
 
   it('POST /v1/containers opens a new session with the named files copied in', async () => {
     const file = await upload('seed.txt', 'seed');
-    const res = await api('POST', '/v1/containers', { json: { name: 'analysis', file_ids: [file.id], expires_after: { anchor: 'last_active_at', minutes: 20 } } });
+    const res = await api('POST', '/v1/containers', {
+      json: { name: 'analysis', file_ids: [file.id], expires_after: { anchor: 'last_active_at', minutes: 20 } },
+    });
     expect(res.status).toBe(200);
     expect(res.json).toMatchObject({ object: 'container', name: 'analysis', status: 'running' });
     const session = await api('GET', `/v1/sessions/${res.json.session_id}`);
@@ -122,7 +154,12 @@ describe('sessions, containers and container files', () => {
     const artifact = await containerUpload(session.container_id, 'doomed.txt', 'doomed');
     const res = await api('DELETE', `/v1/sessions/${session.id}`);
     expect(res.json).toEqual({ id: session.id, object: 'session.deleted', deleted: true });
-    for (const path of [`/v1/sessions/${session.id}`, `/v1/sessions/${session.id}/files`, `/v1/containers/${session.container_id}`, `/v1/containers/${session.container_id}/files/${artifact.id}/content`]) {
+    for (const path of [
+      `/v1/sessions/${session.id}`,
+      `/v1/sessions/${session.id}/files`,
+      `/v1/containers/${session.container_id}`,
+      `/v1/containers/${session.container_id}/files/${artifact.id}/content`,
+    ]) {
       expect((await api('GET', path)).status, path).toBe(404);
     }
   });

@@ -40,7 +40,11 @@ describe('uploads that must fail and leave nothing behind', () => {
       },
     }).catch((error) => ({ status: -1, body: String(error), headers: {} }));
     expect(res.status).toBe(413);
-    expect(JSON.parse(res.body).error).toMatchObject({ code: 'file_too_large', type: 'invalid_request_error', param: 'file' });
+    expect(JSON.parse(res.body).error).toMatchObject({
+      code: 'file_too_large',
+      type: 'invalid_request_error',
+      param: 'file',
+    });
     await expectNothingLeftSince(since);
   });
 
@@ -76,29 +80,45 @@ describe('uploads that must fail and leave nothing behind', () => {
   it('answers 413 for an oversized container upload', async () => {
     const session = await newSession();
     const since = await dbNow();
-    const res = await api('POST', `/v1/containers/${session.container_id}/files`, { form: fileForm('big.bin', randomBytes(MAX + 1)) });
+    const res = await api('POST', `/v1/containers/${session.container_id}/files`, {
+      form: fileForm('big.bin', randomBytes(MAX + 1)),
+    });
     expect(res.status).toBe(413);
     expect(res.json.error.code).toBe('file_too_large');
     await expectNothingLeftSince(since);
   });
 
   it.each([
-    ['malformed multipart', `--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="x.txt"\r\n\r\nno closing boundary`, 'invalid_multipart'],
+    [
+      'malformed multipart',
+      `--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="x.txt"\r\n\r\nno closing boundary`,
+      'invalid_multipart',
+    ],
     ['no file part', `${partHead('purpose')}user_data${CLOSE}`, 'missing_file'],
-    ['two file parts', `${partHead('file', 'a.txt')}aaa\r\n${partHead('file', 'b.txt')}bbb${CLOSE}`, 'invalid_multipart'],
+    [
+      'two file parts',
+      `${partHead('file', 'a.txt')}aaa\r\n${partHead('file', 'b.txt')}bbb${CLOSE}`,
+      'invalid_multipart',
+    ],
     ['a dot-dot filename', `${partHead('file', '..')}x${CLOSE}`, 'invalid_filename'],
     ['a control character in the filename', `${partHead('file', 'tab\there.txt')}x${CLOSE}`, 'invalid_filename'],
     ['a bidi override in the filename', `${partHead('file', 'evil\u202Etxt.exe')}x${CLOSE}`, 'invalid_filename'],
   ])('rejects %s with 400 %s', async (_label, body, code) => {
     const since = await dbNow();
-    const res = await rawRequest('/v1/files', { headers: { 'content-type': MULTIPART_TYPE }, write: (req) => req.end(Buffer.from(body, 'utf8')) });
+    const res = await rawRequest('/v1/files', {
+      headers: { 'content-type': MULTIPART_TYPE },
+      write: (req) => req.end(Buffer.from(body, 'utf8')),
+    });
     expect(res.status).toBe(400);
     expect(JSON.parse(res.body).error).toMatchObject({ type: 'invalid_request_error', code });
     await expectNothingLeftSince(since);
   });
 
   it('answers a body that is not multipart with 415', async () => {
-    const res = await rawRequest('/v1/files', { headers: { 'content-type': 'text/plain' }, write: (req) => req.end('hello') });
+    const res = await rawRequest('/v1/files', {
+      headers: { 'content-type': 'text/plain' },
+      write: (req) => req.end('hello'),
+    });
     expect(res.status).toBe(415);
     expect(JSON.parse(res.body).error.code).toBe('unsupported_media_type');
   });
@@ -113,13 +133,22 @@ describe('uploads that must fail and leave nothing behind', () => {
         setTimeout(() => req.destroy(), 300);
       },
     }).catch(() => undefined);
-    await pollUntil(async () => (await leftoversSince(since)).objects === 0 && (await unfinishedUploads()).length === 0, 'the half upload is gone', 20_000);
+    await pollUntil(
+      async () => (await leftoversSince(since)).objects === 0 && (await unfinishedUploads()).length === 0,
+      'the half upload is gone',
+      20_000,
+    );
     expect(await leftoversSince(since)).toEqual(nothingLeft);
   });
 });
 
 describe('the storage service dying mid-upload', () => {
-  const stack = new Stack(testPort(18180), { STORAGE_ABANDONED_UPLOAD_SECONDS: '1', STORAGE_SWEEP_INTERVAL_MS: '1000', UHP_MAX_FILE_BYTES: String(64 * 1024 * 1024), S3_PART_SIZE_BYTES: String(5 * 1024 * 1024) });
+  const stack = new Stack(testPort(18180), {
+    STORAGE_ABANDONED_UPLOAD_SECONDS: '1',
+    STORAGE_SWEEP_INTERVAL_MS: '1000',
+    UHP_MAX_FILE_BYTES: String(64 * 1024 * 1024),
+    S3_PART_SIZE_BYTES: String(5 * 1024 * 1024),
+  });
   afterAll(() => stack.stop());
 
   it('answers 503, keeps no file, and the restarted storage service aborts the orphaned multipart upload', async () => {
@@ -133,7 +162,12 @@ describe('the storage service dying mid-upload', () => {
         // Two 5 MiB parts and more: a multipart upload is open on S3 when the storage service dies.
         req.write(randomBytes(12 * 1024 * 1024));
         // Kill it once S3 shows the upload open (a fixed delay raced a busy machine).
-        void pollUntil(async () => (await unfinishedUploads()).length > 0, 'a multipart upload open on S3', 30_000, 50).then(() => {
+        void pollUntil(
+          async () => (await unfinishedUploads()).length > 0,
+          'a multipart upload open on S3',
+          30_000,
+          50,
+        ).then(() => {
           stack.kill('storage');
           setTimeout(() => req.end(CLOSE), 200);
         });
@@ -146,8 +180,16 @@ describe('the storage service dying mid-upload', () => {
     expect(await count('SELECT count(*) FROM files WHERE created_at >= $1', [since])).toBe(0);
     expect((await unfinishedUploads()).length).toBeGreaterThan(0);
     await stack.start(['storage']);
-    await pollUntil(async () => (await unfinishedUploads()).length === 0, 'orphaned multipart uploads aborted by the restarted storage service', 30_000);
-    await pollUntil(async () => (await leftoversSince(since)).objects === 0, 'the stored-object row is reclaimed', 30_000);
+    await pollUntil(
+      async () => (await unfinishedUploads()).length === 0,
+      'orphaned multipart uploads aborted by the restarted storage service',
+      30_000,
+    );
+    await pollUntil(
+      async () => (await leftoversSince(since)).objects === 0,
+      'the stored-object row is reclaimed',
+      30_000,
+    );
   });
 });
 
@@ -161,7 +203,12 @@ describe('S3 failing mid-upload', () => {
 
   it('answers 503 once S3 keeps failing parts, and aborts the multipart upload so nothing is left', async () => {
     const endpoint = await proxy.start();
-    stack = new Stack(testPort(18580), { S3_ENDPOINT: endpoint, UHP_MAX_FILE_BYTES: String(64 * 1024 * 1024), S3_PART_SIZE_BYTES: String(5 * 1024 * 1024), S3_UPLOAD_QUEUE_SIZE: '1' });
+    stack = new Stack(testPort(18580), {
+      S3_ENDPOINT: endpoint,
+      UHP_MAX_FILE_BYTES: String(64 * 1024 * 1024),
+      S3_PART_SIZE_BYTES: String(5 * 1024 * 1024),
+      S3_UPLOAD_QUEUE_SIZE: '1',
+    });
     await stack.start(['storage', 'gateway']);
     const since = await dbNow();
     const res = await rawRequest('/v1/files', {

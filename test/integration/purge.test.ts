@@ -16,8 +16,14 @@ const queue = new Queue(QUEUE.purge, { connection: { url: TEST_REDIS_URL } });
 async function purgingObject(): Promise<{ id: string; key: string }> {
   const key = `objects/${randomUUID()}`;
   await s3.send(new PutObjectCommand({ Bucket: TEST_BUCKET, Key: key, Body: 'bytes to purge' }));
-  const { rows: principals } = await db.query(`INSERT INTO principals (id, name) VALUES (gen_random_uuid(), $1) RETURNING id`, [`purge-${randomUUID()}`]);
-  const { rows } = await db.query(`INSERT INTO stored_objects (id, principal_id, storage_key, status, bytes, ref_count) VALUES (gen_random_uuid(), $1, $2, 'PURGING', 14, 0) RETURNING id::text`, [principals[0].id, key]);
+  const { rows: principals } = await db.query(
+    `INSERT INTO principals (id, name) VALUES (gen_random_uuid(), $1) RETURNING id`,
+    [`purge-${randomUUID()}`],
+  );
+  const { rows } = await db.query(
+    `INSERT INTO stored_objects (id, principal_id, storage_key, status, bytes, ref_count) VALUES (gen_random_uuid(), $1, $2, 'PURGING', 14, 0) RETURNING id::text`,
+    [principals[0].id, key],
+  );
   return { id: rows[0].id, key };
 }
 
@@ -30,9 +36,17 @@ afterAll(async () => {
 describe('purge through the worker', () => {
   it('a queued purge deletes the bytes and the row', async () => {
     const object = await purgingObject();
-    await queue.add(JOB.purgeObject, { objectId: object.id }, { jobId: JOBS[JOB.purgeObject].jobId({ objectId: object.id }) });
+    await queue.add(
+      JOB.purgeObject,
+      { objectId: object.id },
+      { jobId: JOBS[JOB.purgeObject].jobId({ objectId: object.id }) },
+    );
     await pollUntil(async () => !(await objectExists(object.key)), 'object deleted from the bucket', 20_000);
-    await pollUntil(async () => (await db.query('SELECT 1 FROM stored_objects WHERE id = $1', [object.id])).rowCount === 0, 'row deleted', 20_000);
+    await pollUntil(
+      async () => (await db.query('SELECT 1 FROM stored_objects WHERE id = $1', [object.id])).rowCount === 0,
+      'row deleted',
+      20_000,
+    );
   });
 
   it('the sweep finds a PURGING object whose job was lost', async () => {
@@ -44,7 +58,11 @@ describe('purge through the worker', () => {
   it('never deletes an object that still has references', async () => {
     const object = await purgingObject();
     await db.query(`UPDATE stored_objects SET status = 'READY', ref_count = 1 WHERE id = $1`, [object.id]);
-    const job = await queue.add(JOB.purgeObject, { objectId: object.id }, { jobId: `${JOBS[JOB.purgeObject].jobId({ objectId: object.id })}-check` });
+    const job = await queue.add(
+      JOB.purgeObject,
+      { objectId: object.id },
+      { jobId: `${JOBS[JOB.purgeObject].jobId({ objectId: object.id })}-check` },
+    );
     await pollUntil(async () => (await job.getState()) === 'completed', 'job done', 20_000);
     expect(await job.isCompleted()).toBe(true);
     expect(await objectExists(object.key)).toBe(true);

@@ -1,7 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '@app/contracts';
-import { ContainerFileRepository, ContainerRepository, FileRepository, MaintenanceRepository, PrismaService, PrincipalRepository, ResponseRepository, SessionRepository, StoredObjectRepository, type Db } from '@app/db';
+import {
+  ContainerFileRepository,
+  ContainerRepository,
+  FileRepository,
+  MaintenanceRepository,
+  PrincipalRepository,
+  ResponseRepository,
+  SessionRepository,
+  StoredObjectRepository,
+  type Db,
+} from '@app/db';
+import { PrismaService } from '@app/db/prisma.service';
 import { TEST_DATABASE_URL } from '../support/env';
 
 const prisma = new PrismaService(TEST_DATABASE_URL, 4);
@@ -28,15 +39,33 @@ async function readyObject(principalId: string) {
 async function newFile(principalId: string, extra: Partial<{ expiresAt: Date }> = {}) {
   const object = await readyObject(principalId);
   return inTx((tx) =>
-    new FileRepository(tx).create(principalId, { id: newId('file'), objectId: object.id, filename: 'x.txt', bytes: 3, contentType: 'text/plain', sha256: 'ab'.repeat(32), purpose: 'user_data', createdAt: new Date(), expiresAt: extra.expiresAt ?? null }),
+    new FileRepository(tx).create(principalId, {
+      id: newId('file'),
+      objectId: object.id,
+      filename: 'x.txt',
+      bytes: 3,
+      contentType: 'text/plain',
+      sha256: 'ab'.repeat(32),
+      purpose: 'user_data',
+      createdAt: new Date(),
+      expiresAt: extra.expiresAt ?? null,
+    }),
   );
 }
 
 async function newSession(principalId: string) {
   const ids = { sessionId: newId('session'), containerId: newId('container') };
   await inTx(async (tx) => {
-    await new SessionRepository(tx).create(principalId, { id: ids.sessionId, currentContainerId: ids.containerId, metadata: {} });
-    await new ContainerRepository(tx).create(principalId, { id: ids.containerId, sessionId: ids.sessionId, name: null });
+    await new SessionRepository(tx).create(principalId, {
+      id: ids.sessionId,
+      currentContainerId: ids.containerId,
+      metadata: {},
+    });
+    await new ContainerRepository(tx).create(principalId, {
+      id: ids.containerId,
+      sessionId: ids.sessionId,
+      name: null,
+    });
   });
   return ids;
 }
@@ -78,14 +107,18 @@ describe('repositories against the real Postgres', () => {
     const row = await objects.find(object.id);
     expect(row).toMatchObject({ status: 'PURGING', refCount: 0 });
     expect(await objects.retain(alice, object.id)).toBe(false);
-    await expect(inTx((tx) => new StoredObjectRepository(tx).release([object.id]))).rejects.toThrow(/more references than held/);
+    await expect(inTx((tx) => new StoredObjectRepository(tx).release([object.id]))).rejects.toThrow(
+      /more references than held/,
+    );
     expect(await objects.finishPurge(object.id)).toBe(true);
     expect(await objects.find(object.id)).toBeNull();
   });
 
   it('keeps a purged object as a tombstone while deleted rows point at it, then prunes both', async () => {
     const file = await newFile(alice);
-    const released = await inTx(async (tx) => new StoredObjectRepository(tx).release([(await new FileRepository(tx).markDeleted(alice, file.id))!]));
+    const released = await inTx(async (tx) =>
+      new StoredObjectRepository(tx).release([(await new FileRepository(tx).markDeleted(alice, file.id))!]),
+    );
     expect(released).toEqual([file.objectId]);
     expect(await files.markDeleted(alice, file.id)).toBeNull();
     expect(await objects.finishPurge(file.objectId)).toBe(true);
@@ -111,7 +144,19 @@ describe('repositories against the real Postgres', () => {
     const ids = await newSession(alice);
     const object = await readyObject(alice);
     await inTx((tx) =>
-      new ContainerFileRepository(tx).create(alice, { id: newId('file'), sessionId: ids.sessionId, containerId: ids.containerId, objectId: object.id, filename: 'a.txt', bytes: 3, contentType: 'text/plain', sha256: 'ab'.repeat(32), source: 'user', responseId: null, createdAt: new Date() }),
+      new ContainerFileRepository(tx).create(alice, {
+        id: newId('file'),
+        sessionId: ids.sessionId,
+        containerId: ids.containerId,
+        objectId: object.id,
+        filename: 'a.txt',
+        bytes: 3,
+        contentType: 'text/plain',
+        sha256: 'ab'.repeat(32),
+        source: 'user',
+        responseId: null,
+        createdAt: new Date(),
+      }),
     );
     expect(await sessions.markDeleted(bob, ids.sessionId)).toBe(false);
     expect(await containerFiles.markDeletedInSession(bob, ids.sessionId)).toEqual([]);
@@ -135,20 +180,42 @@ describe('repositories against the real Postgres', () => {
       const ids = await newSession(alice);
       const tokenHash = randomUUID();
       const response = await inTx((tx) =>
-        new ResponseRepository(tx).create(alice, { id: newId('response'), ...ids, agent: 'http', inputFileIds: ['file_in'], metadata: {}, taskTokenHash: tokenHash, deadlineAt: new Date(Date.now() + deadlineInMs), createdAt: new Date() }),
+        new ResponseRepository(tx).create(alice, {
+          id: newId('response'),
+          ...ids,
+          agent: 'http',
+          inputFileIds: ['file_in'],
+          metadata: {},
+          taskTokenHash: tokenHash,
+          deadlineAt: new Date(Date.now() + deadlineInMs),
+          createdAt: new Date(),
+        }),
       );
       return { ids, tokenHash, response };
     }
 
     it('a task token reaches its container and inputs while the response runs, and dies when it ends', async () => {
       const { ids, tokenHash, response } = await startResponse();
-      expect(await responses.findTaskScope(tokenHash)).toEqual({ principalId: alice, responseId: response.id, sessionId: ids.sessionId, containerId: ids.containerId, inputFileIds: ['file_in'] });
+      expect(await responses.findTaskScope(tokenHash)).toEqual({
+        principalId: alice,
+        responseId: response.id,
+        sessionId: ids.sessionId,
+        containerId: ids.containerId,
+        inputFileIds: ['file_in'],
+      });
       expect(await responses.findForOwner(bob, response.id)).toBeNull();
-      expect(await responses.finish(bob, response.id, { status: 'failed', error: { code: 'x', message: 'y' } })).toBeNull();
-      const done = await responses.finish(alice, response.id, { status: 'completed', output: { message_id: 'msg_1', text: 't', citations: [] } });
+      expect(
+        await responses.finish(bob, response.id, { status: 'failed', error: { code: 'x', message: 'y' } }),
+      ).toBeNull();
+      const done = await responses.finish(alice, response.id, {
+        status: 'completed',
+        output: { message_id: 'msg_1', text: 't', citations: [] },
+      });
       expect(done).toMatchObject({ status: 'completed', output: { text: 't' } });
       expect(await responses.findTaskScope(tokenHash)).toBeNull();
-      expect(await responses.finish(alice, response.id, { status: 'failed', error: { code: 'x', message: 'y' } })).toBeNull();
+      expect(
+        await responses.finish(alice, response.id, { status: 'failed', error: { code: 'x', message: 'y' } }),
+      ).toBeNull();
     });
 
     it('a task token dies at its deadline, with its session or with its container', async () => {
@@ -166,8 +233,13 @@ describe('repositories against the real Postgres', () => {
     it('the sweeper fails responses left in progress past their deadline', async () => {
       const overdue = await startResponse(-120_000);
       const running = await startResponse();
-      expect(await responses.failOverdue(new Date(Date.now() - 60_000), { code: 'interrupted', message: 'gone' })).toBeGreaterThanOrEqual(1);
-      expect(await responses.findForOwner(alice, overdue.response.id)).toMatchObject({ status: 'failed', error: { code: 'interrupted' } });
+      expect(
+        await responses.failOverdue(new Date(Date.now() - 60_000), { code: 'interrupted', message: 'gone' }),
+      ).toBeGreaterThanOrEqual(1);
+      expect(await responses.findForOwner(alice, overdue.response.id)).toMatchObject({
+        status: 'failed',
+        error: { code: 'interrupted' },
+      });
       expect((await responses.findForOwner(alice, running.response.id))?.status).toBe('in_progress');
     });
   });

@@ -28,7 +28,9 @@ describe('storage service against the real S3 server', () => {
   it('streams a multipart put in, measures it, and reads it back whole and by range', async () => {
     const data = randomBytes(12 * MiB + 123);
     const k = key();
-    const receipt = await client.put(k, Readable.from([data.subarray(0, 7 * MiB), data.subarray(7 * MiB)]), { maxBytes: 64 * MiB });
+    const receipt = await client.put(k, Readable.from([data.subarray(0, 7 * MiB), data.subarray(7 * MiB)]), {
+      maxBytes: 64 * MiB,
+    });
     expect(receipt).toEqual({ key: k, bytes: data.length, sha256: sha(data) });
     const whole = await client.get(k);
     expect(whole.status).toBe(200);
@@ -52,7 +54,9 @@ describe('storage service against the real S3 server', () => {
   it('answers 413 one byte past the cap and leaves no object and no unfinished multipart upload', async () => {
     const k = key();
     const data = randomBytes(11 * MiB);
-    await expect(client.put(k, Readable.from([data]), { maxBytes: 11 * MiB - 1 })).rejects.toMatchObject({ code: 'file_too_large' });
+    await expect(client.put(k, Readable.from([data]), { maxBytes: 11 * MiB - 1 })).rejects.toMatchObject({
+      code: 'file_too_large',
+    });
     expect(await objectExists(k)).toBe(false);
     expect((await unfinishedUploads()).filter((u) => u.startsWith(k))).toEqual([]);
   });
@@ -63,7 +67,12 @@ describe('storage service against the real S3 server', () => {
     const body = new Readable({ read() {} });
     const put = client.put(k, body, { maxBytes: 64 * MiB, signal: cancel.signal });
     body.push(randomBytes(11 * MiB)); // two parts are under way
-    await pollUntil(async () => (await unfinishedUploads()).some((u) => u.startsWith(k)), 'the multipart upload has started', 20_000, 100);
+    await pollUntil(
+      async () => (await unfinishedUploads()).some((u) => u.startsWith(k)),
+      'the multipart upload has started',
+      20_000,
+      100,
+    );
     cancel.abort();
     await expect(put).rejects.toBeDefined();
     await client.delete(k); // waits for the put in flight to finish its cleanup
@@ -83,7 +92,13 @@ describe('storage service against the real S3 server', () => {
       });
     expect(await status(`/internal/objects/${encodeURIComponent(key())}`, {})).toBe(401);
     expect(await status(`/internal/objects/${encodeURIComponent(key())}`, { authorization: 'Bearer wrong' })).toBe(401);
-    expect(await status(`/internal/objects/${encodeURIComponent('../etc/passwd')}`, { authorization: `Bearer ${TEST_STORAGE_TOKEN}` })).toBe(404);
-    expect(await status(`/internal/objects/${encodeURIComponent(key())}`, { authorization: `Bearer ${TEST_STORAGE_TOKEN}` })).toBe(404);
+    expect(
+      await status(`/internal/objects/${encodeURIComponent('../etc/passwd')}`, {
+        authorization: `Bearer ${TEST_STORAGE_TOKEN}`,
+      }),
+    ).toBe(404);
+    expect(
+      await status(`/internal/objects/${encodeURIComponent(key())}`, { authorization: `Bearer ${TEST_STORAGE_TOKEN}` }),
+    ).toBe(404);
   });
 });

@@ -11,7 +11,11 @@ export interface ApiResponse {
 }
 
 /** A small fetch wrapper for the gateway: `who` picks the API key. */
-export async function api(method: string, path: string, opts: { who?: Who; json?: unknown; form?: FormData; headers?: Record<string, string>; base?: string } = {}): Promise<ApiResponse> {
+export async function api(
+  method: string,
+  path: string,
+  opts: { who?: Who; json?: unknown; form?: FormData; headers?: Record<string, string>; base?: string } = {},
+): Promise<ApiResponse> {
   const headers: Record<string, string> = { ...(opts.headers ?? {}) };
   const who = opts.who ?? 'alice';
   if (who !== 'anon') headers.authorization = `Bearer ${KEYS[who]}`;
@@ -29,7 +33,13 @@ export async function api(method: string, path: string, opts: { who?: Who; json?
   return { status: res.status, headers: res.headers, body: buffer, json };
 }
 
-export function fileForm(filename: string, data: Buffer | string, type = 'application/octet-stream', fields: Record<string, string> = {}, fieldsFirst = false): FormData {
+export function fileForm(
+  filename: string,
+  data: Buffer | string,
+  type = 'application/octet-stream',
+  fields: Record<string, string> = {},
+  fieldsFirst = false,
+): FormData {
   const form = new FormData();
   const add = () => Object.entries(fields).forEach(([k, v]) => form.append(k, v));
   if (fieldsFirst) add();
@@ -38,7 +48,11 @@ export function fileForm(filename: string, data: Buffer | string, type = 'applic
   return form;
 }
 
-export async function upload(filename: string, data: Buffer | string, opts: { who?: Who; type?: string; fields?: Record<string, string> } = {}) {
+export async function upload(
+  filename: string,
+  data: Buffer | string,
+  opts: { who?: Who; type?: string; fields?: Record<string, string> } = {},
+) {
   const res = await api('POST', '/v1/files', { who: opts.who, form: fileForm(filename, data, opts.type, opts.fields) });
   if (res.status !== 200) throw new Error(`upload failed: ${res.status} ${res.body}`);
   return res.json;
@@ -50,8 +64,16 @@ export async function newSession(who: Who = 'alice') {
   return res.json as { id: string; container_id: string };
 }
 
-export async function containerUpload(containerId: string, filename: string, data: Buffer | string, opts: { who?: Who; type?: string } = {}) {
-  const res = await api('POST', `/v1/containers/${containerId}/files`, { who: opts.who, form: fileForm(filename, data, opts.type) });
+export async function containerUpload(
+  containerId: string,
+  filename: string,
+  data: Buffer | string,
+  opts: { who?: Who; type?: string } = {},
+) {
+  const res = await api('POST', `/v1/containers/${containerId}/files`, {
+    who: opts.who,
+    form: fileForm(filename, data, opts.type),
+  });
   if (res.status !== 200) throw new Error(`container upload failed: ${res.status} ${res.body}`);
   return res.json;
 }
@@ -59,13 +81,25 @@ export async function containerUpload(containerId: string, filename: string, dat
 /** A raw multipart request written by hand: for bodies fetch cannot make (lying lengths, aborts, odd parts). */
 export function rawRequest(
   path: string,
-  opts: { method?: string; headers?: Record<string, string | number>; who?: Who; write: (req: ReturnType<typeof request>) => void; base?: string },
+  opts: {
+    method?: string;
+    headers?: Record<string, string | number>;
+    who?: Who;
+    write: (req: ReturnType<typeof request>) => void;
+    base?: string;
+  },
 ): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
   // Host and port from the base, the path exactly as given: new URL() would resolve `..` segments.
   const base = new URL(opts.base ?? E2E_BASE_URL);
   return new Promise((resolve, reject) => {
     const who = opts.who ?? 'alice';
-    const req = request({ host: base.hostname, port: base.port, path, method: opts.method ?? 'POST', headers: { ...(who === 'anon' ? {} : { authorization: `Bearer ${KEYS[who]}` }), ...(opts.headers ?? {}) } });
+    const req = request({
+      host: base.hostname,
+      port: base.port,
+      path,
+      method: opts.method ?? 'POST',
+      headers: { ...(who === 'anon' ? {} : { authorization: `Bearer ${KEYS[who]}` }), ...(opts.headers ?? {}) },
+    });
     let answered = false;
     req.on('response', (res) => {
       answered = true;
@@ -86,7 +120,8 @@ export function rawRequest(
 export const BOUNDARY = 'uhpTestBoundary7MA4YWxkTrZu0gW';
 
 export function partHead(name: string, filename?: string, type = 'application/octet-stream'): string {
-  const disposition = filename === undefined ? `form-data; name="${name}"` : `form-data; name="${name}"; filename="${filename}"`;
+  const disposition =
+    filename === undefined ? `form-data; name="${name}"` : `form-data; name="${name}"; filename="${filename}"`;
   return `--${BOUNDARY}\r\nContent-Disposition: ${disposition}\r\n${filename === undefined ? '' : `Content-Type: ${type}\r\n`}\r\n`;
 }
 

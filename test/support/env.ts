@@ -6,7 +6,8 @@ const SLOT = Number(process.env.UHP_TEST_SLOT ?? 0);
 const PORT_SHIFT = SLOT * 10_000;
 /** A fixed test port, moved by the test slot. */
 export const testPort = (port: number) => port + PORT_SHIFT;
-export const TEST_DATABASE_URL = process.env.UHP_TEST_DATABASE_URL ?? `postgresql://postgres@127.0.0.1:5432/uhp_test${SLOT ? `_${SLOT}` : ''}`;
+export const TEST_DATABASE_URL =
+  process.env.UHP_TEST_DATABASE_URL ?? `postgresql://postgres@127.0.0.1:5432/uhp_test${SLOT ? `_${SLOT}` : ''}`;
 export const TEST_REDIS_URL = process.env.UHP_TEST_REDIS_URL ?? `redis://127.0.0.1:6379/${3 + 5 * SLOT}`;
 export const TEST_BUCKET = process.env.UHP_TEST_BUCKET ?? `uhp-test${SLOT ? `-${SLOT}` : ''}`;
 export const TEST_STORAGE_TOKEN = 'test-storage-token-0123456789';

@@ -11,7 +11,10 @@ const run = promisify(execFile);
  * crafted (hardening) cases, and LibreOffice's own output for the ordinary formats it writes.
  */
 
-/** A store-only zip (no compression), enough for OOXML and ODF readers. Entry order is kept (ODF wants `mimetype` first). */
+/**
+ * A store-only zip (no compression), enough for OOXML and ODF readers. Entry order is kept (ODF wants `mimetype`
+ * first).
+ */
 export function zip(entries: Array<[name: string, content: string | Buffer]>): Buffer {
   const locals: Buffer[] = [];
   const centrals: Buffer[] = [];
@@ -61,17 +64,29 @@ const W = 'http://schemas.openxmlformats.org/wordprocessingml/2006/main';
 const R = 'http://schemas.openxmlformats.org/officeDocument/2006/relationships';
 
 /** A .docx whose body is the given WordprocessingML paragraphs, with optional extra relationships. */
-export function docx(bodyXml: string, relationships: Array<{ id: string; type: string; target: string; external?: boolean }> = []): Buffer {
+export function docx(
+  bodyXml: string,
+  relationships: Array<{ id: string; type: string; target: string; external?: boolean }> = [],
+): Buffer {
   const rels = relationships
-    .map((rel) => `<Relationship Id="${rel.id}" Type="${rel.type}" Target="${rel.target}"${rel.external ? ' TargetMode="External"' : ''}/>`)
+    .map(
+      (rel) =>
+        `<Relationship Id="${rel.id}" Type="${rel.type}" Target="${rel.target}"${rel.external ? ' TargetMode="External"' : ''}/>`,
+    )
     .join('');
   return zip([
     [
       '[Content_Types].xml',
       `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>`,
     ],
-    ['_rels/.rels', `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="${R}/officeDocument" Target="word/document.xml"/></Relationships>`],
-    ['word/_rels/document.xml.rels', `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">${rels}</Relationships>`],
+    [
+      '_rels/.rels',
+      `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="${R}/officeDocument" Target="word/document.xml"/></Relationships>`,
+    ],
+    [
+      'word/_rels/document.xml.rels',
+      `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">${rels}</Relationships>`,
+    ],
     [
       'word/document.xml',
       `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w="${W}" xmlns:r="${R}" xmlns:wp="http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing" xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" xmlns:pic="http://schemas.openxmlformats.org/drawingml/2006/picture"><w:body>${bodyXml}</w:body></w:document>`,
@@ -132,17 +147,35 @@ export async function makeOfficeSamples(dir: string, marker: string): Promise<Re
     join(profile, 'user', 'registrymodifications.xcu'),
     `<?xml version="1.0" encoding="UTF-8"?><oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><item oor:path="/org.openoffice.Setup/Product"><prop oor:name="ooSetupLastVersion" oor:op="fuse"><value>7.4</value></prop></item></oor:items>`,
   );
-  await writeFile(join(sources, 'sample.html'), `<!DOCTYPE html><html><body><h1>Sample</h1><p>${marker} in a text document.</p></body></html>`);
+  await writeFile(
+    join(sources, 'sample.html'),
+    `<!DOCTYPE html><html><body><h1>Sample</h1><p>${marker} in a text document.</p></body></html>`,
+  );
   await writeFile(join(sources, 'sample.csv'), `name,value\n${marker},42\nsecond row,7\n`);
   await writeFile(join(sources, 'sample.fodp'), flatPresentation(`${marker} on a slide`));
   const result = {} as Record<GeneratedOfficeFormat, string>;
-  for (const [format, target] of Object.entries(TARGETS) as Array<[GeneratedOfficeFormat, (typeof TARGETS)[GeneratedOfficeFormat]]>) {
+  for (const [format, target] of Object.entries(TARGETS) as Array<
+    [GeneratedOfficeFormat, (typeof TARGETS)[GeneratedOfficeFormat]]
+  >) {
     const outDir = join(dir, `out-${format}`);
     const source = join(sources, target.from === 'odp' ? 'sample.fodp' : `sample.${target.from}`);
-    await run('soffice', ['--headless', '--norestore', `-env:UserInstallation=file://${profile}`, '--convert-to', target.filter, '--outdir', outDir, source], {
-      env: { PATH: '/usr/bin:/bin', HOME: profile, LANG: 'C.UTF-8' },
-      timeout: 60_000,
-    });
+    await run(
+      'soffice',
+      [
+        '--headless',
+        '--norestore',
+        `-env:UserInstallation=file://${profile}`,
+        '--convert-to',
+        target.filter,
+        '--outdir',
+        outDir,
+        source,
+      ],
+      {
+        env: { PATH: '/usr/bin:/bin', HOME: profile, LANG: 'C.UTF-8' },
+        timeout: 60_000,
+      },
+    );
     result[format] = join(outDir, `sample.${format}`);
     await readFile(result[format]); // throws when LibreOffice wrote nothing
   }

@@ -23,14 +23,20 @@ export class S3FaultProxy {
         req.resume();
         req.on('end', () => {
           res.writeHead(500, { 'content-type': 'application/xml' });
-          res.end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code><Message>injected</Message></Error>');
+          res.end(
+            '<?xml version="1.0" ' +
+              'encoding="UTF-8"?><Error><Code>InternalError</Code><Message>injected</Message></Error>',
+          );
         });
         return;
       }
-      const upstream = request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      });
+      const upstream = request(
+        { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
       upstream.on('error', () => res.destroy());
       req.pipe(upstream);
     });

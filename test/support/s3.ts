@@ -1,8 +1,19 @@
-import { CreateBucketCommand, ListMultipartUploadsCommand, ListObjectsV2Command, S3Client, HeadObjectCommand } from '@aws-sdk/client-s3';
+import {
+  CreateBucketCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  S3Client,
+  HeadObjectCommand,
+} from '@aws-sdk/client-s3';
 import { S3, TEST_BUCKET } from './env';
 
 /** Direct S3 access for tests: to prove what is (and is not) in the bucket. */
-export const s3 = new S3Client({ endpoint: S3.endpoint, region: S3.region, forcePathStyle: true, credentials: { accessKeyId: S3.accessKeyId, secretAccessKey: S3.secretAccessKey } });
+export const s3 = new S3Client({
+  endpoint: S3.endpoint,
+  region: S3.region,
+  forcePathStyle: true,
+  credentials: { accessKeyId: S3.accessKeyId, secretAccessKey: S3.secretAccessKey },
+});
 
 export async function ensureBucket(bucket = TEST_BUCKET): Promise<void> {
   try {

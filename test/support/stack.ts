@@ -49,7 +49,8 @@ export class Stack {
   private async waitReady(name: ServiceName, child: ChildProcess): Promise<void> {
     const deadline = Date.now() + 60_000;
     while (Date.now() < deadline) {
-      if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}; see .data/test-logs/${name}-${this.portBase}.log`);
+      if (child.exitCode !== null)
+        throw new Error(`${name} exited with ${child.exitCode}; see .data/test-logs/${name}-${this.portBase}.log`);
       try {
         const res = await fetch(`http://127.0.0.1:${this.port(name)}/readyz`);
         if (res.ok) return;

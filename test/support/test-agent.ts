@@ -12,7 +12,10 @@ export interface AgentTaskBody {
   api: { base_url: string; token: string; expires_at: number; container_files_url: string };
 }
 
-export type AgentBehaviour = (task: AgentTaskBody, headers: IncomingMessage['headers']) => Promise<{ status?: number; body: unknown } | 'hang'>;
+export type AgentBehaviour = (
+  task: AgentTaskBody,
+  headers: IncomingMessage['headers'],
+) => Promise<{ status?: number; body: unknown } | 'hang'>;
 
 /**
  * A small agent service written for the tests: the gateway's `http` agent posts tasks to it, and each

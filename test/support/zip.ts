@@ -37,7 +37,14 @@ export function centralDirectory(zip: Buffer): CentralEntry[] {
     const extraLength = zip.readUInt16LE(p + 30);
     const commentLength = zip.readUInt16LE(p + 32);
     const nameBytes = zip.subarray(p + 46, p + 46 + nameLength);
-    entries.push({ name: nameBytes.toString('utf8'), nameBytes, utf8Flag: (flags & 0x800) !== 0, method: zip.readUInt16LE(p + 10), compressedSize: zip.readUInt32LE(p + 20), size: zip.readUInt32LE(p + 24) });
+    entries.push({
+      name: nameBytes.toString('utf8'),
+      nameBytes,
+      utf8Flag: (flags & 0x800) !== 0,
+      method: zip.readUInt16LE(p + 10),
+      compressedSize: zip.readUInt32LE(p + 20),
+      size: zip.readUInt32LE(p + 24),
+    });
     p += 46 + nameLength + extraLength + commentLength;
   }
   return entries;

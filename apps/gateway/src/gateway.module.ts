@@ -1,6 +1,6 @@
 import { type MiddlewareConsumer, Module, type NestModule } from '@nestjs/common';
 import { PlatformIoModule, platformHealth } from '@app/common';
-import { DbModule, PrismaService } from '@app/db';
+import { DatabaseHealth, DbModule } from '@app/db';
 import { ArchivesModule } from './archives/archives.module';
 import { ApiKeyMiddleware } from './auth/auth';
 import { AuthModule } from './auth/auth.module';
@@ -19,7 +19,7 @@ import { SessionsModule } from './sessions/sessions.module';
   imports: [
     DbModule,
     PlatformIoModule.forRoot({ failFastOnRedisDown: true }),
-    platformHealth(PrismaService),
+    platformHealth(DatabaseHealth),
     HttpModule,
     AuthModule,
     FilesModule,

@@ -26,10 +26,18 @@ async function main() {
     parseBootstrapKeys(config.UHP_API_KEYS);
     if (!config.UHP_PUBLIC_BASE_URL) config.UHP_PUBLIC_BASE_URL = `http://127.0.0.1:${config.PORT}`;
     const logger = createLogger('gateway', config.LOG_LEVEL);
-    if (config.STORAGE_TOKEN === DEV_STORAGE_TOKEN) logger.warn('STORAGE_TOKEN is the development default; set a secret one outside a laptop');
+    if (config.STORAGE_TOKEN === DEV_STORAGE_TOKEN)
+      logger.warn('STORAGE_TOKEN is the development default; set a secret one outside a laptop');
     const registry = createMetricsRegistry('gateway');
 
-    @Module({ imports: [AppConfigModule.forRoot(gatewayConfigSchema, config), LoggingModule.forRoot(logger), MetricsModule.forRoot(registry), GatewayModule] })
+    @Module({
+      imports: [
+        AppConfigModule.forRoot(gatewayConfigSchema, config),
+        LoggingModule.forRoot(logger),
+        MetricsModule.forRoot(registry),
+        GatewayModule,
+      ],
+    })
     class GatewayAppModule {}
 
     await serve({

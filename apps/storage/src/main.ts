@@ -19,10 +19,18 @@ async function main() {
   try {
     const config = loadConfig(storageConfigSchema);
     const logger = createLogger('storage', config.LOG_LEVEL);
-    if (config.STORAGE_TOKEN === DEV_STORAGE_TOKEN) logger.warn('STORAGE_TOKEN is the development default; set a secret one outside a laptop');
+    if (config.STORAGE_TOKEN === DEV_STORAGE_TOKEN)
+      logger.warn('STORAGE_TOKEN is the development default; set a secret one outside a laptop');
     const registry = createMetricsRegistry('storage');
 
-    @Module({ imports: [AppConfigModule.forRoot(storageConfigSchema, config), LoggingModule.forRoot(logger), MetricsModule.forRoot(registry), StorageModule] })
+    @Module({
+      imports: [
+        AppConfigModule.forRoot(storageConfigSchema, config),
+        LoggingModule.forRoot(logger),
+        MetricsModule.forRoot(registry),
+        StorageModule,
+      ],
+    })
     class StorageAppModule {}
 
     await serve({

@@ -6,7 +6,11 @@ import { ObjectsService } from './objects/objects.service';
 import { S3ObjectClient } from './objects/s3-object.client';
 import { StorageTokenGuard } from './objects/storage-token.guard';
 
-const s3Client = { provide: S3ObjectClient, useFactory: (config: StorageConfig) => new S3ObjectClient(config), inject: [APP_CONFIG] };
+const s3Client = {
+  provide: S3ObjectClient,
+  useFactory: (config: StorageConfig) => new S3ObjectClient(config),
+  inject: [APP_CONFIG],
+};
 
 @Module({
   providers: [s3Client],
@@ -18,7 +22,11 @@ class S3Module {}
   imports: [
     S3Module,
     HealthModule.forRoot(
-      { provide: READINESS_CHECKS, useFactory: (s3: S3ObjectClient): ReadinessCheck[] => [{ name: 's3', check: () => s3.ping() }], inject: [S3ObjectClient] },
+      {
+        provide: READINESS_CHECKS,
+        useFactory: (s3: S3ObjectClient): ReadinessCheck[] => [{ name: 's3', check: () => s3.ping() }],
+        inject: [S3ObjectClient],
+      },
       [S3Module],
     ),
   ],

@@ -1,6 +1,16 @@
 import 'reflect-metadata';
 import { Module } from '@nestjs/common';
-import { AppConfigModule, createLogger, createMetricsRegistry, exitOnStartFailure, loadConfig, LoggingModule, MetricsModule, serve, workerConfigSchema } from '@app/common';
+import {
+  AppConfigModule,
+  createLogger,
+  createMetricsRegistry,
+  exitOnStartFailure,
+  loadConfig,
+  LoggingModule,
+  MetricsModule,
+  serve,
+  workerConfigSchema,
+} from '@app/common';
 import { WorkerModule } from './worker.module';
 
 /** The worker serves only /healthz, /readyz and /metrics over HTTP; its work comes from the queues. */
@@ -11,10 +21,24 @@ async function main() {
     const logger = createLogger('worker', config.LOG_LEVEL);
     const registry = createMetricsRegistry('worker');
 
-    @Module({ imports: [AppConfigModule.forRoot(workerConfigSchema, config), LoggingModule.forRoot(logger), MetricsModule.forRoot(registry), WorkerModule] })
+    @Module({
+      imports: [
+        AppConfigModule.forRoot(workerConfigSchema, config),
+        LoggingModule.forRoot(logger),
+        MetricsModule.forRoot(registry),
+        WorkerModule,
+      ],
+    })
     class WorkerAppModule {}
 
-    await serve({ module: WorkerAppModule, logger, registry, host: config.HOST, port: config.WORKER_PORT, drain: { maxBytes: 64 * 1024, timeoutMs: 1_000 } });
+    await serve({
+      module: WorkerAppModule,
+      logger,
+      registry,
+      host: config.HOST,
+      port: config.WORKER_PORT,
+      drain: { maxBytes: 64 * 1024, timeoutMs: 1_000 },
+    });
   } catch (error) {
     exitOnStartFailure(bootLogger)(error);
   }

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { manifestOf } from './archive-manifest';
 
-const item = (id: string, filename = `${id}.txt`, bytes = 10, sha256 = 'a'.repeat(64)) => ({ id, filename, bytes, sha256 });
+const item = (id: string, filename = `${id}.txt`, bytes = 10, sha256 = 'a'.repeat(64)) => ({
+  id,
+  filename,
+  bytes,
+  sha256,
+});
 
 describe('manifestOf', () => {
   it('is the same for the same artifacts in the same order, with totals', () => {
@@ -30,6 +35,10 @@ describe('manifestOf', () => {
   });
 
   it('of an empty session is a fixed hash with zero totals', () => {
-    expect(manifestOf([])).toEqual({ hash: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855', filesTotal: 0, bytesTotal: 0n });
+    expect(manifestOf([])).toEqual({
+      hash: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+      filesTotal: 0,
+      bytesTotal: 0n,
+    });
   });
 });

@@ -24,4 +24,3 @@ export type ErrorCode = keyof typeof ERROR_CODES;
 export interface ErrorBody {
   error: { type: string; code: ErrorCode; message: string; param: string | null };
 }
-

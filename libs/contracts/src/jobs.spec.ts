@@ -5,7 +5,8 @@ const uuid = '7d0f4d6e-3a2b-4c1d-9e8f-0a1b2c3d4e5f';
 
 describe('the job contract', () => {
   it('gives every job exactly one queue, the one that lists it', () => {
-    for (const [queue, names] of Object.entries(JOB_NAMES_BY_QUEUE)) for (const name of names) expect(JOBS[name].queue).toBe(queue);
+    for (const [queue, names] of Object.entries(JOB_NAMES_BY_QUEUE))
+      for (const name of names) expect(JOBS[name].queue).toBe(queue);
     const listed = Object.values(JOB_NAMES_BY_QUEUE).flat();
     expect(listed.sort()).toEqual(Object.values(JOB).sort());
   });
@@ -18,12 +19,20 @@ describe('the job contract', () => {
       JOBS[JOB.sweep].jobId({}),
     ];
     for (const id of ids) expect(id).not.toContain(':');
-    expect(JOBS[JOB.convertPreview].jobId({ previewId: uuid, generation: 2 })).not.toBe(JOBS[JOB.convertPreview].jobId({ previewId: uuid, generation: 3 }));
-    expect(JOBS[JOB.purgeObject].jobId({ objectId: uuid, requestId: 'a' })).toBe(JOBS[JOB.purgeObject].jobId({ objectId: uuid, requestId: 'b' }));
+    expect(JOBS[JOB.convertPreview].jobId({ previewId: uuid, generation: 2 })).not.toBe(
+      JOBS[JOB.convertPreview].jobId({ previewId: uuid, generation: 3 }),
+    );
+    expect(JOBS[JOB.purgeObject].jobId({ objectId: uuid, requestId: 'a' })).toBe(
+      JOBS[JOB.purgeObject].jobId({ objectId: uuid, requestId: 'b' }),
+    );
   });
 
   it('checks a payload taken from Redis against its schema', () => {
-    expect(parseJobPayload(JOB.convertPreview, { previewId: uuid, generation: 0, requestId: 'req-1' })).toEqual({ previewId: uuid, generation: 0, requestId: 'req-1' });
+    expect(parseJobPayload(JOB.convertPreview, { previewId: uuid, generation: 0, requestId: 'req-1' })).toEqual({
+      previewId: uuid,
+      generation: 0,
+      requestId: 'req-1',
+    });
     expect(() => parseJobPayload(JOB.convertPreview, { previewId: uuid })).toThrow(InvalidJobError);
     expect(() => parseJobPayload(JOB.purgeObject, { objectId: '../etc/passwd' })).toThrow(/objectId/);
     expect(() => parseJobPayload(JOB.buildArchive, null)).toThrow(InvalidJobError);

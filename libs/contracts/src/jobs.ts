@@ -96,18 +96,32 @@ export const JOBS: { [N in JobName]: JobSpec<N> } = {
   [JOB.purgeObject]: {
     queue: QUEUE.purge,
     jobId: ({ objectId }) => `purge-object-${objectId}`,
-    options: { attempts: 8, backoff: { type: 'exponential', delay: 2_000 }, removeOnComplete: { age: 3_600, count: 10_000 }, removeOnFail: { age: 7 * 24 * 3_600 } },
+    options: {
+      attempts: 8,
+      backoff: { type: 'exponential', delay: 2_000 },
+      removeOnComplete: { age: 3_600, count: 10_000 },
+      removeOnFail: { age: 7 * 24 * 3_600 },
+    },
   },
   [JOB.sweep]: {
     queue: QUEUE.purge,
     jobId: () => 'sweep',
-    options: { attempts: 1, removeOnComplete: { age: 3_600, count: 100 }, removeOnFail: { age: 24 * 3_600, count: 100 } },
+    options: {
+      attempts: 1,
+      removeOnComplete: { age: 3_600, count: 100 },
+      removeOnFail: { age: 24 * 3_600, count: 100 },
+    },
   },
   [JOB.convertPreview]: {
     queue: QUEUE.preview,
     // One job per previews row and attempt generation: concurrent requests for the same content share it.
     jobId: ({ previewId, generation }) => `convert-preview-${previewId}-${generation}`,
-    options: { attempts: 3, backoff: { type: 'exponential', delay: 1_000 }, removeOnComplete: { age: 3_600, count: 10_000 }, removeOnFail: { age: 24 * 3_600 } },
+    options: {
+      attempts: 3,
+      backoff: { type: 'exponential', delay: 1_000 },
+      removeOnComplete: { age: 3_600, count: 10_000 },
+      removeOnFail: { age: 24 * 3_600 },
+    },
   },
   [JOB.buildArchive]: {
     queue: QUEUE.archive,
@@ -115,7 +129,12 @@ export const JOBS: { [N in JobName]: JobSpec<N> } = {
     // Finished jobs are removed at once, so a row that failed and is asked for again can be queued
     // again; what a build did is recorded in its Postgres row, not in Redis.
     jobId: ({ archiveId }) => `build-archive-${archiveId}`,
-    options: { attempts: 3, backoff: { type: 'exponential', delay: 5_000 }, removeOnComplete: true, removeOnFail: true },
+    options: {
+      attempts: 3,
+      backoff: { type: 'exponential', delay: 5_000 },
+      removeOnComplete: true,
+      removeOnFail: true,
+    },
   },
 };
 
@@ -128,9 +147,14 @@ export function isJobOf<Q extends QueueName>(queue: Q, name: string): name is Jo
   return names.includes(name);
 }
 
+const describeIssue = (issue: z.core.$ZodIssue) => `${issue.path.join('.') || '(root)'} ${issue.message}`;
+
 /** The payload of a job taken from Redis, checked against its schema (InvalidJobError when it does not fit). */
 export function parseJobPayload<N extends JobName>(name: N, data: unknown): JobPayloads[N] {
   const parsed = PAYLOAD_SCHEMAS[name].safeParse(data);
-  if (!parsed.success) throw new InvalidJobError(`job ${name} has a malformed payload: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'} ${issue.message}`).join('; ')}`);
+  if (!parsed.success)
+    throw new InvalidJobError(
+      `job ${name} has a malformed payload: ${parsed.error.issues.map(describeIssue).join('; ')}`,
+    );
   return parsed.data;
 }

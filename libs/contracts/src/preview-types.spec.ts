@@ -19,15 +19,35 @@ describe('previewTypeOf', () => {
   });
 
   it('a known extension wins over a contradicting content type', () => {
-    expect(previewTypeOf({ filename: 'x.docx', contentType: 'application/pdf' })).toEqual({ kind: 'office', extension: 'docx' });
+    expect(previewTypeOf({ filename: 'x.docx', contentType: 'application/pdf' })).toEqual({
+      kind: 'office',
+      extension: 'docx',
+    });
   });
 
   it('the content type decides when the name has no known extension', () => {
-    expect(previewTypeOf({ filename: 'upload', contentType: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document' })).toEqual({ kind: 'office', extension: 'docx' });
-    expect(previewTypeOf({ filename: 'upload.bin', contentType: 'image/webp' })).toEqual({ kind: 'image', extension: 'webp' });
-    expect(previewTypeOf({ filename: 'blob', contentType: 'Text/Markdown; charset=utf-8' })).toEqual({ kind: 'markdown', extension: 'md' });
-    expect(previewTypeOf({ filename: 'blob', contentType: 'text/x-whatever' })).toEqual({ kind: 'text', extension: 'txt' });
-    expect(previewTypeOf({ filename: 'blob', contentType: 'application/ld+json' })).toEqual({ kind: 'text', extension: 'json' });
+    expect(
+      previewTypeOf({
+        filename: 'upload',
+        contentType: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+      }),
+    ).toEqual({ kind: 'office', extension: 'docx' });
+    expect(previewTypeOf({ filename: 'upload.bin', contentType: 'image/webp' })).toEqual({
+      kind: 'image',
+      extension: 'webp',
+    });
+    expect(previewTypeOf({ filename: 'blob', contentType: 'Text/Markdown; charset=utf-8' })).toEqual({
+      kind: 'markdown',
+      extension: 'md',
+    });
+    expect(previewTypeOf({ filename: 'blob', contentType: 'text/x-whatever' })).toEqual({
+      kind: 'text',
+      extension: 'txt',
+    });
+    expect(previewTypeOf({ filename: 'blob', contentType: 'application/ld+json' })).toEqual({
+      kind: 'text',
+      extension: 'json',
+    });
   });
 
   it('anything else has no preview', () => {

@@ -2,6 +2,7 @@ import { Global, Inject, Injectable, Module, type OnModuleDestroy, type Provider
 import { APP_CONFIG } from '@app/common/config/config.module';
 import { ObjectStager } from './lifecycle/object-stager';
 import { PrismaUnitOfWork, UnitOfWork } from './lifecycle/unit-of-work';
+import { DatabaseHealth } from './database';
 import { PrismaService } from './prisma.service';
 import { ArchiveRepository } from './repositories/archive.repository';
 import { ContainerFileRepository } from './repositories/container-file.repository';
@@ -24,7 +25,11 @@ class PrismaLifecycle implements OnModuleDestroy {
 }
 
 /** A repository outside any unit of work: on the process's client. */
-const repository = (type: new (db: PrismaService) => unknown): Provider => ({ provide: type, useFactory: (prisma: PrismaService) => new type(prisma), inject: [PrismaService] });
+const repository = (type: new (db: PrismaService) => unknown): Provider => ({
+  provide: type,
+  useFactory: (prisma: PrismaService) => new type(prisma),
+  inject: [PrismaService],
+});
 
 const REPOSITORIES: Array<new (db: PrismaService) => unknown> = [
   StoredObjectRepository,
@@ -49,14 +54,16 @@ const REPOSITORIES: Array<new (db: PrismaService) => unknown> = [
   providers: [
     {
       provide: PrismaService,
-      useFactory: (config: { DATABASE_URL: string; DATABASE_POOL_SIZE: number }) => new PrismaService(config.DATABASE_URL, config.DATABASE_POOL_SIZE),
+      useFactory: (config: { DATABASE_URL: string; DATABASE_POOL_SIZE: number }) =>
+        new PrismaService(config.DATABASE_URL, config.DATABASE_POOL_SIZE),
       inject: [APP_CONFIG],
     },
     PrismaLifecycle,
+    DatabaseHealth,
     ...REPOSITORIES.map(repository),
     ObjectStager,
     { provide: UnitOfWork, useClass: PrismaUnitOfWork },
   ],
-  exports: [PrismaService, ...REPOSITORIES, ObjectStager, UnitOfWork],
+  exports: [DatabaseHealth, ...REPOSITORIES, ObjectStager, UnitOfWork],
 })
 export class DbModule {}

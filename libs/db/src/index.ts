@@ -1,4 +1,5 @@
-export * from './prisma.service';
+export type { Db } from './prisma.service';
+export * from './database';
 export * from './repositories/paging';
 export * from './repositories/stored-object.repository';
 export * from './repositories/principal.repository';

@@ -18,11 +18,20 @@ let server: Server;
 let serverUrl: string;
 let serverHits: string[] = [];
 
-async function convert(converters: PreviewConverters, filename: string, content: string, contentType = 'application/octet-stream'): Promise<string> {
+async function convert(
+  converters: PreviewConverters,
+  filename: string,
+  content: string,
+  contentType = 'application/octet-stream',
+): Promise<string> {
   const source = join(dir, `${randomUUID()}-${filename}`);
   await writeFile(source, content);
   const out = join(dir, `${randomUUID()}.pdf`);
-  await converters.chromium.convert({ path: source, filename, contentType }, { path: out }, new AbortController().signal);
+  await converters.chromium.convert(
+    { path: source, filename, contentType },
+    { path: out },
+    new AbortController().signal,
+  );
   expect((await readFile(out)).subarray(0, 5).toString()).toBe('%PDF-');
   expect(await qpdfCheck(out)).toBe(0);
   return pdfText(out);
@@ -51,24 +60,45 @@ afterAll(async () => {
 
 describe('HTML, Markdown and text through Chromium', () => {
   it('HTML converts with its text', async () => {
-    expect(await convert(isolated, 'page.html', `<!DOCTYPE html><html><body><h1>Title</h1><p>${MARKER} in HTML</p></body></html>`)).toContain(`${MARKER} in HTML`);
+    expect(
+      await convert(
+        isolated,
+        'page.html',
+        `<!DOCTYPE html><html><body><h1>Title</h1><p>${MARKER} in HTML</p></body></html>`,
+      ),
+    ).toContain(`${MARKER} in HTML`);
   });
 
   it('Markdown renders, and raw HTML in it stays text', async () => {
-    const text = await convert(isolated, 'notes.md', `# Heading ${MARKER}\n\n- item one\n- item two\n\n<b>not bold</b>\n`, 'text/markdown');
+    const text = await convert(
+      isolated,
+      'notes.md',
+      `# Heading ${MARKER}\n\n- item one\n- item two\n\n<b>not bold</b>\n`,
+      'text/markdown',
+    );
     expect(text).toContain(`Heading ${MARKER}`);
     expect(text).toContain('item two');
     expect(text).toContain('<b>not bold</b>');
   });
 
   it('plain text and source code are escaped into the page', async () => {
-    expect(await convert(isolated, 'readme.txt', `${MARKER} plain <script>alert(1)</script> & more\n`)).toContain(`${MARKER} plain <script>alert(1)</script> & more`);
-    expect(await convert(isolated, 'main.ts', `export const answer = "${MARKER}"; // <tag>\n`)).toContain(`export const answer = "${MARKER}"; // <tag>`);
-    expect(await convert(isolated, 'noextension', `${MARKER} by content type\n`, 'text/plain; charset=utf-8')).toContain(`${MARKER} by content type`);
+    expect(await convert(isolated, 'readme.txt', `${MARKER} plain <script>alert(1)</script> & more\n`)).toContain(
+      `${MARKER} plain <script>alert(1)</script> & more`,
+    );
+    expect(await convert(isolated, 'main.ts', `export const answer = "${MARKER}"; // <tag>\n`)).toContain(
+      `export const answer = "${MARKER}"; // <tag>`,
+    );
+    expect(
+      await convert(isolated, 'noextension', `${MARKER} by content type\n`, 'text/plain; charset=utf-8'),
+    ).toContain(`${MARKER} by content type`);
   });
 
   it('JavaScript does not run', async () => {
-    const text = await convert(isolated, 'script.html', `<p id="p">${MARKER} static</p><script>document.getElementById('p').textContent = 'SCRIPT RAN';</script><img src="x" onerror="document.body.textContent='ONERROR RAN'">`);
+    const text = await convert(
+      isolated,
+      'script.html',
+      `<p id="p">${MARKER} static</p><script>document.getElementById('p').textContent = 'SCRIPT RAN';</script><img src="x" onerror="document.body.textContent='ONERROR RAN'">`,
+    );
     expect(text).toContain(`${MARKER} static`);
     expect(text).not.toContain('RAN');
   });
@@ -106,10 +136,16 @@ describe('HTML, Markdown and text through Chromium', () => {
       slow.options.timeoutMs = 1;
       const source = join(dir, 'big.txt');
       await writeFile(source, `${MARKER}\n`.repeat(20_000));
-      const error = await slow.chromium.convert({ path: source, filename: 'big.txt', contentType: 'text/plain' }, { path: join(dir, 'slow.pdf') }, new AbortController().signal).then(
-        () => null,
-        (e: unknown) => e,
-      );
+      const error = await slow.chromium
+        .convert(
+          { path: source, filename: 'big.txt', contentType: 'text/plain' },
+          { path: join(dir, 'slow.pdf') },
+          new AbortController().signal,
+        )
+        .then(
+          () => null,
+          (e: unknown) => e,
+        );
       expect(error).toBeInstanceOf(ConversionError);
       expect((error as ConversionError).failure).toBe('timeout');
       expect((error as ConversionError).isPermanent).toBe(false);
@@ -125,7 +161,11 @@ describe('HTML, Markdown and text through Chromium', () => {
       expect(group.filter((stat) => !stat.trim().startsWith('Z'))).toEqual([]);
       slow.options.timeoutMs = 30_000;
       const out = join(dir, 'after-timeout.pdf');
-      await slow.chromium.convert({ path: source, filename: 'big.txt', contentType: 'text/plain' }, { path: out }, new AbortController().signal);
+      await slow.chromium.convert(
+        { path: source, filename: 'big.txt', contentType: 'text/plain' },
+        { path: out },
+        new AbortController().signal,
+      );
       expect(await pdfText(out)).toContain(MARKER);
       expect(await slow.chromium.browserPid()).not.toBe(firstPid);
     } finally {
@@ -137,10 +177,16 @@ describe('HTML, Markdown and text through Chromium', () => {
     const small = await createPreviewConverters({ workDir: join(dir, 'small'), chromium: { maxInputBytes: 10 } });
     const source = join(dir, 'eleven.txt');
     await writeFile(source, '01234567890');
-    const error = await small.chromium.convert({ path: source, filename: 'eleven.txt', contentType: 'text/plain' }, { path: join(dir, 'x.pdf') }, new AbortController().signal).then(
-      () => null,
-      (e: unknown) => e as ConversionError,
-    );
+    const error = await small.chromium
+      .convert(
+        { path: source, filename: 'eleven.txt', contentType: 'text/plain' },
+        { path: join(dir, 'x.pdf') },
+        new AbortController().signal,
+      )
+      .then(
+        () => null,
+        (e: unknown) => e as ConversionError,
+      );
     expect(error?.failure).toBe('too_large');
     expect(error?.isPermanent).toBe(true);
     await small.registry.close();

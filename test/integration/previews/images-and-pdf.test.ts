@@ -15,7 +15,10 @@ let dir: string;
 let converters: PreviewConverters;
 
 async function failure(promise: Promise<unknown>): Promise<ConversionError> {
-  const error = await promise.then(() => null, (e: unknown) => e);
+  const error = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(ConversionError);
   return error as ConversionError;
 }
@@ -24,7 +27,11 @@ async function convert(filename: string, bytes: Buffer, contentType = 'applicati
   const source = join(dir, `${randomUUID()}-${filename}`);
   await writeFile(source, bytes);
   const out = join(dir, `${randomUUID()}.pdf`);
-  await converters.registry.convert({ path: source, filename, contentType }, { path: out }, new AbortController().signal);
+  await converters.registry.convert(
+    { path: source, filename, contentType },
+    { path: out },
+    new AbortController().signal,
+  );
   return out;
 }
 
@@ -42,7 +49,10 @@ async function images(pdf: string): Promise<Array<{ width: number; height: numbe
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'uhp-image-test-'));
-  converters = await createPreviewConverters({ workDir: join(dir, 'work'), image: { maxInputPixels: 50_000_000, maxPlacedPixels: 4000 } });
+  converters = await createPreviewConverters({
+    workDir: join(dir, 'work'),
+    image: { maxInputPixels: 50_000_000, maxPlacedPixels: 4000 },
+  });
 });
 
 afterAll(async () => {
@@ -51,7 +61,8 @@ afterAll(async () => {
 });
 
 describe('images on PDF pages', () => {
-  const picture = () => sharp({ create: { width: 320, height: 200, channels: 4, background: { r: 200, g: 30, b: 30, alpha: 0.8 } } });
+  const picture = () =>
+    sharp({ create: { width: 320, height: 200, channels: 4, background: { r: 200, g: 30, b: 30, alpha: 0.8 } } });
 
   it.each([
     ['photo.png', () => picture().png().toBuffer()],
@@ -74,7 +85,10 @@ describe('images on PDF pages', () => {
   });
 
   it('an EXIF-rotated JPEG is placed upright', async () => {
-    const rotated = await sharp({ create: { width: 300, height: 100, channels: 3, background: 'blue' } }).jpeg().withMetadata({ orientation: 6 }).toBuffer();
+    const rotated = await sharp({ create: { width: 300, height: 100, channels: 3, background: 'blue' } })
+      .jpeg()
+      .withMetadata({ orientation: 6 })
+      .toBuffer();
     const out = await convert('rotated.jpeg', rotated);
     expect(await images(out)).toContainEqual({ width: 100, height: 300 });
   });
@@ -86,7 +100,9 @@ describe('images on PDF pages', () => {
   });
 
   it('a PNG that declares more pixels than allowed is refused before decoding (too_large)', async () => {
-    const huge = await sharp({ create: { width: 10_000, height: 6_000, channels: 3, background: 'white' } }).png({ compressionLevel: 9 }).toBuffer();
+    const huge = await sharp({ create: { width: 10_000, height: 6_000, channels: 3, background: 'white' } })
+      .png({ compressionLevel: 9 })
+      .toBuffer();
     const error = await failure(convert('bomb.png', huge));
     expect(error.failure).toBe('too_large');
     expect(error.isPermanent).toBe(true);
@@ -98,7 +114,11 @@ describe('PDF passthrough', () => {
     const source = join(dir, 'source.txt');
     await writeFile(source, 'passthrough text');
     const made = join(dir, 'made.pdf');
-    await converters.chromium.convert({ path: source, filename: 'source.txt', contentType: 'text/plain' }, { path: made }, new AbortController().signal);
+    await converters.chromium.convert(
+      { path: source, filename: 'source.txt', contentType: 'text/plain' },
+      { path: made },
+      new AbortController().signal,
+    );
     const out = await convert('document.pdf', await readFile(made), 'application/pdf');
     expect((await readFile(out)).equals(await readFile(made))).toBe(true);
   });
@@ -107,7 +127,14 @@ describe('PDF passthrough', () => {
     const notPdf = await failure(convert('fake.pdf', Buffer.from('hello, not a pdf')));
     expect(notPdf.failure).toBe('corrupt_document');
     expect(notPdf.isPermanent).toBe(true);
-    const truncated = await failure(convert('truncated.pdf', Buffer.from('%PDF-1.7\n1 0 obj << /Type /Catalog /Pages 2 0 R >>\nendobj\n' + randomBytes(2000).toString('latin1'))));
+    const truncated = await failure(
+      convert(
+        'truncated.pdf',
+        Buffer.from(
+          '%PDF-1.7\n1 0 obj << /Type /Catalog /Pages 2 0 R >>\nendobj\n' + randomBytes(2000).toString('latin1'),
+        ),
+      ),
+    );
     expect(truncated.failure).toBe('corrupt_document');
   });
 });
@@ -115,11 +142,20 @@ describe('PDF passthrough', () => {
 describe('the registry', () => {
   it('reports every converter available on a machine with the tools installed', async () => {
     const availability = await converters.registry.availability();
-    expect(availability).toEqual({ pdf: { ok: true }, libreoffice: { ok: true }, chromium: { ok: true }, image: { ok: true } });
+    expect(availability).toEqual({
+      pdf: { ok: true },
+      libreoffice: { ok: true },
+      chromium: { ok: true },
+      image: { ok: true },
+    });
   });
 
   it('reports a converter whose binary is missing as unavailable with a reason', async () => {
-    const broken = await createPreviewConverters({ workDir: join(dir, 'broken'), chromium: { executablePath: '/nonexistent/chromium' }, office: { sofficePath: '/nonexistent/soffice.bin' } });
+    const broken = await createPreviewConverters({
+      workDir: join(dir, 'broken'),
+      chromium: { executablePath: '/nonexistent/chromium' },
+      office: { sofficePath: '/nonexistent/soffice.bin' },
+    });
     try {
       const availability = await broken.registry.availability();
       expect(availability.chromium!.ok).toBe(false);

@@ -9,7 +9,16 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConversionError } from '../../../apps/worker/src/previews/conversion.error';
 import { createPreviewConverters, type PreviewConverters } from '../../../apps/worker/src/previews/converter.registry';
-import { docx, makeOfficeSamples, odt, paragraph, pdfText, qpdfCheck, zip, type GeneratedOfficeFormat } from '../../support/preview-fixtures';
+import {
+  docx,
+  makeOfficeSamples,
+  odt,
+  paragraph,
+  pdfText,
+  qpdfCheck,
+  zip,
+  type GeneratedOfficeFormat,
+} from '../../support/preview-fixtures';
 
 const run = promisify(execFile);
 const MARKER = `Marker${randomUUID().slice(0, 8)}`;
@@ -22,7 +31,12 @@ let server: Server;
 let serverHits: string[] = [];
 let serverUrl: string;
 
-async function convert(source: string, filename: string, contentType = 'application/octet-stream', signal = new AbortController().signal): Promise<string> {
+async function convert(
+  source: string,
+  filename: string,
+  contentType = 'application/octet-stream',
+  signal = new AbortController().signal,
+): Promise<string> {
   const out = join(dir, `${randomUUID()}.pdf`);
   await converters.office.convert({ path: source, filename, contentType }, { path: out }, signal);
   return out;
@@ -35,7 +49,10 @@ async function write(name: string, content: Buffer | string): Promise<string> {
 }
 
 async function caught(promise: Promise<unknown>): Promise<ConversionError> {
-  const error = await promise.then(() => null, (e: unknown) => e);
+  const error = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(ConversionError);
   return error as ConversionError;
 }
@@ -74,7 +91,11 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   serverUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   samples = await makeOfficeSamples(join(dir, 'samples'), MARKER);
-  converters = await createPreviewConverters({ workDir: join(dir, 'work'), timeoutMs: 30_000, office: { poolSize: 2, maxConversionsPerProcess: 3 } });
+  converters = await createPreviewConverters({
+    workDir: join(dir, 'work'),
+    timeoutMs: 30_000,
+    office: { poolSize: 2, maxConversionsPerProcess: 3 },
+  });
   await converters.office.warmUp();
 });
 
@@ -86,12 +107,15 @@ afterAll(async () => {
 });
 
 describe('office documents through the warm LibreOffice pool', () => {
-  it.each(['doc', 'docx', 'odt', 'rtf', 'xls', 'xlsx', 'ods', 'ppt', 'pptx', 'odp'] as const)('%s converts to a valid PDF with the source text', async (format) => {
-    const out = await convert(samples[format], `report.${format}`);
-    expect((await readFile(out)).subarray(0, 5).toString()).toBe('%PDF-');
-    expect(await qpdfCheck(out)).toBe(0);
-    expect(await pdfText(out)).toContain(MARKER);
-  });
+  it.each(['doc', 'docx', 'odt', 'rtf', 'xls', 'xlsx', 'ods', 'ppt', 'pptx', 'odp'] as const)(
+    '%s converts to a valid PDF with the source text',
+    async (format) => {
+      const out = await convert(samples[format], `report.${format}`);
+      expect((await readFile(out)).subarray(0, 5).toString()).toBe('%PDF-');
+      expect(await qpdfCheck(out)).toBe(0);
+      expect(await pdfText(out)).toContain(MARKER);
+    },
+  );
 
   it('csv converts through the forced CSV filter (UTF-8, comma)', async () => {
     const source = await write('table.csv', `city,note\nZürich,${MARKER}\n`);
@@ -170,7 +194,10 @@ describe('the sandbox around LibreOffice', () => {
         `<w:p><w:fldSimple w:instr=' INCLUDETEXT "/etc/passwd" '><w:r><w:t>stored include</w:t></w:r></w:fldSimple></w:p>` +
         `<w:p><w:fldSimple w:instr=' INCLUDETEXT "/proc/self/environ" '><w:r><w:t>stored environ include</w:t></w:r></w:fldSimple></w:p>`,
     );
-    for (const [name, bytes] of [['linked.odt', linkedSection], ['include.docx', includeText]] as const) {
+    for (const [name, bytes] of [
+      ['linked.odt', linkedSection],
+      ['include.docx', includeText],
+    ] as const) {
       const text = await pdfText(await convert(await write(name, bytes), name));
       expect(text).toContain(MARKER);
       expect(text).not.toContain(passwdLine);
@@ -185,7 +212,14 @@ describe('the sandbox around LibreOffice', () => {
       paragraph(`${MARKER} external image`) +
         `<w:p><w:r><w:drawing><wp:inline><wp:extent cx="914400" cy="914400"/><wp:docPr id="1" name="remote"/><a:graphic><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/picture"><pic:pic><pic:nvPicPr><pic:cNvPr id="1" name="remote.png"/><pic:cNvPicPr/></pic:nvPicPr><pic:blipFill><a:blip r:link="rIdImg"/></pic:blipFill><pic:spPr><a:xfrm><a:off x="0" y="0"/><a:ext cx="914400" cy="914400"/></a:xfrm><a:prstGeom prst="rect"/></pic:spPr></pic:pic></a:graphicData></a:graphic></wp:inline></w:drawing></w:r></w:p>` +
         `<w:p><w:fldSimple w:instr=' INCLUDETEXT "${serverUrl}/included.txt" '><w:r><w:t>stored remote include</w:t></w:r></w:fldSimple></w:p>`,
-      [{ id: 'rIdImg', type: 'http://schemas.openxmlformats.org/officeDocument/2006/relationships/image', target: `${serverUrl}/docx-image.png`, external: true }],
+      [
+        {
+          id: 'rIdImg',
+          type: 'http://schemas.openxmlformats.org/officeDocument/2006/relationships/image',
+          target: `${serverUrl}/docx-image.png`,
+          external: true,
+        },
+      ],
     );
     const odtImage = odt(
       `<text:p>${MARKER} odt image</text:p><text:p><draw:frame draw:name="img" svg:width="2cm" svg:height="2cm"><draw:image xlink:type="simple" xlink:href="${serverUrl}/odt-image.png"/></draw:frame></text:p>` +
@@ -202,8 +236,24 @@ describe('the sandbox around LibreOffice', () => {
     // so the assertion above is about our hardening, not an inert fixture.
     const profile = join(dir, 'control-profile');
     await run('mkdir', ['-p', join(profile, 'user')]);
-    await writeFile(join(profile, 'user', 'registrymodifications.xcu'), '<?xml version="1.0" encoding="UTF-8"?><oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><item oor:path="/org.openoffice.Setup/Product"><prop oor:name="ooSetupLastVersion" oor:op="fuse"><value>7.4</value></prop></item></oor:items>');
-    await run('soffice', ['--headless', '--norestore', `-env:UserInstallation=file://${profile}`, '--convert-to', 'pdf', '--outdir', join(dir, 'control'), join(dir, 'remote.docx')], { env: { PATH: '/usr/bin:/bin', HOME: profile, LANG: 'C.UTF-8' }, timeout: 60_000 });
+    await writeFile(
+      join(profile, 'user', 'registrymodifications.xcu'),
+      '<?xml version="1.0" encoding="UTF-8"?><oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><item oor:path="/org.openoffice.Setup/Product"><prop oor:name="ooSetupLastVersion" oor:op="fuse"><value>7.4</value></prop></item></oor:items>',
+    );
+    await run(
+      'soffice',
+      [
+        '--headless',
+        '--norestore',
+        `-env:UserInstallation=file://${profile}`,
+        '--convert-to',
+        'pdf',
+        '--outdir',
+        join(dir, 'control'),
+        join(dir, 'remote.docx'),
+      ],
+      { env: { PATH: '/usr/bin:/bin', HOME: profile, LANG: 'C.UTF-8' }, timeout: 60_000 },
+    );
     expect(serverHits).toContain('/docx-image.png');
   });
 });
@@ -212,7 +262,8 @@ describe('pool member restarts', () => {
   it('a member is replaced after maxConversionsPerProcess conversions', async () => {
     // Serialise onto one observable member: run until some slot's generation moves.
     const before = converters.office.state();
-    for (let i = 0; i < 2 * converters.options.office.maxConversionsPerProcess; i++) await convert(samples.odt, `count-${i}.odt`);
+    for (let i = 0; i < 2 * converters.options.office.maxConversionsPerProcess; i++)
+      await convert(samples.odt, `count-${i}.odt`);
     const after = converters.office.state();
     const moved = after.filter((slot, index) => slot.generation > before[index]!.generation);
     expect(moved.length).toBeGreaterThan(0);
@@ -220,14 +271,27 @@ describe('pool member restarts', () => {
   });
 
   it('a conversion over the time limit is killed with its whole process group and its member restarts', async () => {
-    const slow = await createPreviewConverters({ workDir: join(dir, 'slow'), timeoutMs: 1_500, office: { poolSize: 1 } });
+    const slow = await createPreviewConverters({
+      workDir: join(dir, 'slow'),
+      timeoutMs: 1_500,
+      office: { poolSize: 1 },
+    });
     try {
       await slow.office.warmUp();
       const first = slow.office.state()[0]!;
-      const rows = Array.from({ length: 60_000 }, (_, i) => `${i},${MARKER}-${i},${i * 7},some filler text to lay out`).join('\n');
+      const rows = Array.from(
+        { length: 60_000 },
+        (_, i) => `${i},${MARKER}-${i},${i * 7},some filler text to lay out`,
+      ).join('\n');
       const source = await write('huge.csv', `n,label,value,filler\n${rows}\n`);
       const started = Date.now();
-      const error = await caught(slow.office.convert({ path: source, filename: 'huge.csv', contentType: 'text/csv' }, { path: join(dir, 'huge.pdf') }, new AbortController().signal));
+      const error = await caught(
+        slow.office.convert(
+          { path: source, filename: 'huge.csv', contentType: 'text/csv' },
+          { path: join(dir, 'huge.pdf') },
+          new AbortController().signal,
+        ),
+      );
       expect(error.failure).toBe('timeout');
       expect(error.isPermanent).toBe(false);
       expect(Date.now() - started).toBeLessThan(6_000);
@@ -237,7 +301,11 @@ describe('pool member restarts', () => {
       expect(await processesMentioning(`${join(dir, 'slow', 'office', '0-1')}`)).toEqual([]);
       // The member is replaced and converts again.
       const out = join(dir, 'after-timeout.pdf');
-      await slow.office.convert({ path: samples.docx, filename: 'after.docx', contentType: '' }, { path: out }, new AbortController().signal);
+      await slow.office.convert(
+        { path: samples.docx, filename: 'after.docx', contentType: '' },
+        { path: out },
+        new AbortController().signal,
+      );
       expect(await pdfText(out)).toContain(MARKER);
       expect(slow.office.state()[0]!.generation).toBeGreaterThan(first.generation);
     } finally {
@@ -253,7 +321,11 @@ describe('pool member restarts', () => {
       process.kill(first.sofficePid!, 'SIGKILL');
       await waitFor(async () => !(await isRunning(first.pid)), 'the bridge to exit with its soffice');
       const out = join(dir, 'after-kill.pdf');
-      await solo.office.convert({ path: samples.docx, filename: 'b.docx', contentType: '' }, { path: out }, new AbortController().signal);
+      await solo.office.convert(
+        { path: samples.docx, filename: 'b.docx', contentType: '' },
+        { path: out },
+        new AbortController().signal,
+      );
       expect(await pdfText(out)).toContain(MARKER);
       expect(solo.office.state()[0]!.generation).toBeGreaterThan(first.generation);
     } finally {
@@ -268,7 +340,11 @@ describe('pool member restarts', () => {
       const first = solo.office.state()[0]!;
       const rows = Array.from({ length: 60_000 }, (_, i) => `${i},${MARKER}-${i},${i * 7}`).join('\n');
       const source = await write('crash.csv', `n,label,value\n${rows}\n`);
-      const pending = solo.office.convert({ path: source, filename: 'crash.csv', contentType: 'text/csv' }, { path: join(dir, 'crash.pdf') }, new AbortController().signal);
+      const pending = solo.office.convert(
+        { path: source, filename: 'crash.csv', contentType: 'text/csv' },
+        { path: join(dir, 'crash.pdf') },
+        new AbortController().signal,
+      );
       await waitFor(() => solo.office.state()[0]!.busy, 'the conversion to start');
       await new Promise((resolve) => setTimeout(resolve, 500));
       process.kill(first.sofficePid!, 'SIGKILL');
@@ -276,7 +352,11 @@ describe('pool member restarts', () => {
       expect(error.failure).toBe('process_crashed');
       expect(error.isPermanent).toBe(false);
       const out = join(dir, 'after-crash.pdf');
-      await solo.office.convert({ path: samples.docx, filename: 'c.docx', contentType: '' }, { path: out }, new AbortController().signal);
+      await solo.office.convert(
+        { path: samples.docx, filename: 'c.docx', contentType: '' },
+        { path: out },
+        new AbortController().signal,
+      );
       expect(await pdfText(out)).toContain(MARKER);
       expect(solo.office.state()[0]!.generation).toBeGreaterThan(first.generation);
     } finally {
@@ -285,11 +365,20 @@ describe('pool member restarts', () => {
   });
 
   it('an address-space limit too small for soffice makes the converter unavailable, not a permanent document failure', async () => {
-    const tiny = await createPreviewConverters({ workDir: join(dir, 'tiny'), office: { poolSize: 1, addressSpaceBytes: 64 * 1024 * 1024, startTimeoutMs: 5_000 } });
+    const tiny = await createPreviewConverters({
+      workDir: join(dir, 'tiny'),
+      office: { poolSize: 1, addressSpaceBytes: 64 * 1024 * 1024, startTimeoutMs: 5_000 },
+    });
     try {
       const availability = await tiny.office.available();
       expect(availability.ok).toBe(false);
-      const error = await caught(tiny.office.convert({ path: samples.docx, filename: 'a.docx', contentType: '' }, { path: join(dir, 'tiny.pdf') }, new AbortController().signal));
+      const error = await caught(
+        tiny.office.convert(
+          { path: samples.docx, filename: 'a.docx', contentType: '' },
+          { path: join(dir, 'tiny.pdf') },
+          new AbortController().signal,
+        ),
+      );
       expect(error.isPermanent).toBe(false);
     } finally {
       await tiny.registry.close();

@@ -19,7 +19,11 @@ export class AgentRegistry {
   /** The named agent, or the default; an agent that cannot run here is refused before any side effect. */
   pick(name: string | null): Agent {
     const agent = this.byName.get(name ?? this.defaultName);
-    if (!agent) throw ApiError.invalid(`Unknown agent ${JSON.stringify(name)}; this server offers: ${this.names.join(', ')}.`, 'agent');
+    if (!agent)
+      throw ApiError.invalid(
+        `Unknown agent ${JSON.stringify(name)}; this server offers: ${this.names.join(', ')}.`,
+        'agent',
+      );
     const reason = agent.unavailableReason();
     if (reason) throw ApiError.invalid(`${reason}.`, 'agent');
     return agent;

@@ -45,7 +45,8 @@ async function readCapped(res: Response): Promise<string> {
   let size = 0;
   for await (const chunk of res.body) {
     size += chunk.length;
-    if (size > MAX_ANSWER_BYTES) throw new AgentFailure('agent_invalid_output', `The agent service answered more than ${MAX_ANSWER_BYTES} bytes.`);
+    if (size > MAX_ANSWER_BYTES)
+      throw new AgentFailure('agent_invalid_output', `The agent service answered more than ${MAX_ANSWER_BYTES} bytes.`);
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');
@@ -60,13 +61,22 @@ export function parseAnswer(text: string): AgentResult {
     throw new AgentFailure('agent_invalid_output', 'The agent service did not answer JSON.');
   }
   const answer = body as { text?: unknown; citations?: unknown };
-  if (!answer || typeof answer !== 'object' || typeof answer.text !== 'string') throw new AgentFailure('agent_invalid_output', 'The agent service answer has no "text" string.');
+  if (!answer || typeof answer !== 'object' || typeof answer.text !== 'string')
+    throw new AgentFailure('agent_invalid_output', 'The agent service answer has no "text" string.');
   const raw = answer.citations ?? [];
   if (!Array.isArray(raw)) throw new AgentFailure('agent_invalid_output', '"citations" must be an array.');
   const citations = raw.map((c, i): AgentCitation => {
     const item = c as { file_id?: unknown; start_index?: unknown; end_index?: unknown } | null;
-    if (!item || typeof item.file_id !== 'string' || !Number.isInteger(item.start_index) || !Number.isInteger(item.end_index)) {
-      throw new AgentFailure('agent_invalid_output', `citations[${i}] must be {"file_id": string, "start_index": integer, "end_index": integer}.`);
+    if (
+      !item ||
+      typeof item.file_id !== 'string' ||
+      !Number.isInteger(item.start_index) ||
+      !Number.isInteger(item.end_index)
+    ) {
+      throw new AgentFailure(
+        'agent_invalid_output',
+        `citations[${i}] must be {"file_id": string, "start_index": integer, "end_index": integer}.`,
+      );
     }
     return { fileId: item.file_id, startIndex: item.start_index as number, endIndex: item.end_index as number };
   });
@@ -77,6 +87,10 @@ export function parseAnswer(text: string): AgentResult {
  * Forwards the task to the operator's agent service (PROFILE §4). The service reads the input files and
  * uploads its artifacts through the public API with the task token, then answers text and citations.
  */
+/** The network error's code (ECONNREFUSED …) when fetch has one, else its message. */
+const causeOf = (error: unknown) =>
+  (error as Error & { cause?: { code?: string } }).cause?.code ?? (error as Error).message;
+
 export class HttpAgent implements Agent {
   readonly name = 'http';
 
@@ -105,18 +119,21 @@ export class HttpAgent implements Agent {
         redirect: 'error',
       });
     } catch (error) {
-      if (task.signal.aborted) throw new AgentFailure('agent_timeout', 'The agent service did not answer before the deadline.');
-      throw new AgentFailure('agent_unreachable', `The agent service could not be reached (${(error as Error & { cause?: { code?: string } }).cause?.code ?? (error as Error).message}).`);
+      if (task.signal.aborted)
+        throw new AgentFailure('agent_timeout', 'The agent service did not answer before the deadline.');
+      throw new AgentFailure('agent_unreachable', `The agent service could not be reached (${causeOf(error)}).`);
     }
     let text: string;
     try {
       text = await readCapped(res);
     } catch (error) {
       if (error instanceof AgentFailure) throw error;
-      if (task.signal.aborted) throw new AgentFailure('agent_timeout', 'The agent service did not finish its answer before the deadline.');
+      if (task.signal.aborted)
+        throw new AgentFailure('agent_timeout', 'The agent service did not finish its answer before the deadline.');
       throw new AgentFailure('agent_unreachable', 'The agent service broke off its answer.');
     }
-    if (res.status < 200 || res.status > 299) throw new AgentFailure('agent_error', `The agent service answered ${res.status}: ${text.slice(0, 200)}`);
+    if (res.status < 200 || res.status > 299)
+      throw new AgentFailure('agent_error', `The agent service answered ${res.status}: ${text.slice(0, 200)}`);
     return parseAnswer(text);
   }
 }

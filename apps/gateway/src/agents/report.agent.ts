@@ -7,7 +7,8 @@ const PREVIEW_LINES = 10;
 const PREVIEW_LINE_CHARS = 200;
 const PREVIEW_READ_BYTES = 16 * 1024;
 
-const TEXT_TYPES = /^(?:text\/[\w.+-]+|application\/(?:javascript|x-yaml|yaml|x-sh|sql|x-python|(?:[\w.-]+\+)?(?:json|xml)))\s*(?:;|$)/i;
+const TEXT_TYPES =
+  /^(?:text\/[\w.+-]+|application\/(?:javascript|x-yaml|yaml|x-sh|sql|x-python|(?:[\w.-]+\+)?(?:json|xml)))\s*(?:;|$)/i;
 
 export const isTextType = (contentType: string) => TEXT_TYPES.test(contentType);
 
@@ -41,14 +42,27 @@ export function fileLine(file: Pick<AgentInputFile, 'filename' | 'bytes' | 'sha2
 /** The first lines of a text file, decoded leniently and cut to a readable size. */
 export function previewLines(bytes: Buffer): string {
   const lines = bytes.toString('utf8').split(/\r?\n/).slice(0, PREVIEW_LINES);
-  return lines.map((line) => (line.length > PREVIEW_LINE_CHARS ? `${line.slice(0, PREVIEW_LINE_CHARS)}…` : line)).join('\n');
+  return lines
+    .map((line) => (line.length > PREVIEW_LINE_CHARS ? `${line.slice(0, PREVIEW_LINE_CHARS)}…` : line))
+    .join('\n');
 }
 
-export function renderReport(task: Pick<AgentTask, 'responseId' | 'sessionId' | 'instructions' | 'messages'>, files: AgentInputFile[], previews: Map<string, string>): string {
+export function renderReport(
+  task: Pick<AgentTask, 'responseId' | 'sessionId' | 'instructions' | 'messages'>,
+  files: AgentInputFile[],
+  previews: Map<string, string>,
+): string {
   const out: string[] = ['# Report', '', `Response ${task.responseId} in session ${task.sessionId}.`, ''];
   if (task.instructions) out.push('## Instructions', '', fenced(task.instructions.slice(0, MAX_TASK_CHARS)), '');
   const taskText = task.messages.map((m) => (m.role === 'user' ? m.text : `[${m.role}] ${m.text}`)).join('\n\n');
-  out.push('## Task', '', taskText ? fenced(taskText.length > MAX_TASK_CHARS ? `${taskText.slice(0, MAX_TASK_CHARS)}…` : taskText) : '(no text)', '');
+  out.push(
+    '## Task',
+    '',
+    taskText
+      ? fenced(taskText.length > MAX_TASK_CHARS ? `${taskText.slice(0, MAX_TASK_CHARS)}…` : taskText)
+      : '(no text)',
+    '',
+  );
   out.push(`## Input files (${files.length})`, '');
   if (files.length === 0) out.push('None.', '');
   for (const file of files) out.push(fileLine(file));
@@ -80,7 +94,11 @@ export class ReportAgent implements Agent {
       previews.set(file.id, previewLines(await head(await file.open(), PREVIEW_READ_BYTES)));
     }
     const report = renderReport(task, task.files, previews);
-    const written = await task.artifacts.write({ filename: REPORT_NAME, contentType: 'text/markdown; charset=utf-8', body: Readable.from([Buffer.from(report, 'utf8')]) });
+    const written = await task.artifacts.write({
+      filename: REPORT_NAME,
+      contentType: 'text/markdown; charset=utf-8',
+      body: Readable.from([Buffer.from(report, 'utf8')]),
+    });
     const count = task.files.length;
     const inputs = count === 0 ? 'no input files' : count === 1 ? 'its one input file' : `its ${count} input files`;
     const text = `I've written ${REPORT_NAME} with the task and ${inputs}.`;

@@ -14,9 +14,18 @@ export class ArchivesController {
 
   /** The ZIP when it is ready; else 202 with the build's progress and Retry-After. */
   @Get()
-  async archive(@PrincipalId() principalId: string, @Param('id') id: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+  async archive(
+    @PrincipalId() principalId: string,
+    @Param('id') id: string,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
     const answer = await this.archives.archive(principalId, id, () => req.destroyed);
     if (answer.kind === 'ready') return this.writer.download(req, res, answer.download);
-    res.status(202).setHeader('retry-after', String(ARCHIVE_RETRY_AFTER_SECONDS)).setHeader('cache-control', 'no-store').json(presentArchiveProgress(answer.archive));
+    res
+      .status(202)
+      .setHeader('retry-after', String(ARCHIVE_RETRY_AFTER_SECONDS))
+      .setHeader('cache-control', 'no-store')
+      .json(presentArchiveProgress(answer.archive));
   }
 }

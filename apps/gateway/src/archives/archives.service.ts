@@ -39,7 +39,8 @@ export class ArchivesService {
 
   /** `isGone` tells a waiting request that its client hung up: it stops waiting. */
   async archive(principalId: string, sessionId: string, isGone: () => boolean): Promise<ArchiveAnswer> {
-    if (!isId('session', sessionId) || !(await this.sessions.findForOwner(principalId, sessionId))) throw ApiError.notFound('session');
+    if (!isId('session', sessionId) || !(await this.sessions.findForOwner(principalId, sessionId)))
+      throw ApiError.notFound('session');
     const manifest = await this.manifestOf(principalId, sessionId);
     let archive = await this.archives.findForManifest(principalId, sessionId, manifest.hash);
     if (archive?.status === 'failed') this.refuseWhileCoolingDown(archive);
@@ -53,7 +54,16 @@ export class ArchivesService {
     }
     if (archive.status === 'ready' && archive.object) {
       const { object } = archive;
-      return { kind: 'ready', download: this.downloads.of({ storageKey: object.storageKey, sha256: object.sha256 ?? archive.id, bytes: object.bytes, contentType: 'application/zip', filename: `${sessionId}.zip` }) };
+      return {
+        kind: 'ready',
+        download: this.downloads.of({
+          storageKey: object.storageKey,
+          sha256: object.sha256 ?? archive.id,
+          bytes: object.bytes,
+          contentType: 'application/zip',
+          filename: `${sessionId}.zip`,
+        }),
+      };
     }
     if (archive.status === 'failed') this.refuseWhileCoolingDown(archive);
     return { kind: 'building', archive };
@@ -71,9 +81,15 @@ export class ArchivesService {
   private refuseWhileCoolingDown(archive: ArchiveRow): void {
     const waitMs = archive.updatedAt.getTime() + FAILED_BUILD_COOLDOWN_MS - Date.now();
     if (waitMs <= 0) return;
-    throw new ApiError('service_unavailable', `The archive could not be built${archive.error ? ` (${archive.error})` : ''}; a request after Retry-After tries again.`, null, {
-      'retry-after': String(Math.ceil(waitMs / 1000)),
-    });
+    throw new ApiError(
+      'service_unavailable',
+      `The archive could not be built${archive.error ? ` (${archive.error})` : ''}; ` +
+        'a request after Retry-After tries again.',
+      null,
+      {
+        'retry-after': String(Math.ceil(waitMs / 1000)),
+      },
+    );
   }
 
   /** The session's artifacts in listing order, hashed batch by batch: memory does not grow with the session. */
@@ -93,7 +109,12 @@ export class ArchivesService {
    * that vanishes was superseded (the artifacts changed under it): the last state seen is answered,
    * and the client's next request builds the new manifest. A session deleted meanwhile is a 404.
    */
-  private async waitForBuild(principalId: string, sessionId: string, archive: ArchiveRow, isGone: () => boolean): Promise<ArchiveRow> {
+  private async waitForBuild(
+    principalId: string,
+    sessionId: string,
+    archive: ArchiveRow,
+    isGone: () => boolean,
+  ): Promise<ArchiveRow> {
     const deadline = Date.now() + this.config.ARCHIVE_WAIT_MS;
     let last = archive;
     while (Date.now() < deadline && !isGone()) {

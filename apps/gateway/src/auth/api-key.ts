@@ -27,7 +27,10 @@ export function parseBootstrapKeys(value: string): { principal: string; key: str
       const principal = entry.slice(0, at).trim();
       const key = entry.slice(at + 1).trim();
       if (at <= 0 || !PRINCIPAL_NAME.test(principal) || key.length < 8 || /\s/.test(key)) {
-        throw new Error(`UHP_API_KEYS: "${principal || entry.slice(0, 10)}…" is not name=key (name of A-Za-z0-9._-, key of 8+ non-space characters)`);
+        throw new Error(
+          `UHP_API_KEYS: "${principal || entry.slice(0, 10)}…" is not name=key ` +
+            '(name of A-Za-z0-9._-, key of 8+ non-space characters)',
+        );
       }
       return { principal, key };
     });

@@ -1,4 +1,13 @@
-import { type CanActivate, createParamDecorator, type ExecutionContext, Inject, Injectable, type NestMiddleware, type OnApplicationBootstrap, SetMetadata } from '@nestjs/common';
+import {
+  type CanActivate,
+  createParamDecorator,
+  type ExecutionContext,
+  Inject,
+  Injectable,
+  type NestMiddleware,
+  type OnApplicationBootstrap,
+  SetMetadata,
+} from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { IncomingMessage } from 'node:http';
 import { ApiError, APP_CONFIG, IS_PUBLIC, LOGGER, type AppLogger, type GatewayConfig } from '@app/common';
@@ -47,7 +56,8 @@ export class ApiKeyMiddleware implements NestMiddleware {
   }
 }
 
-const invalidKey = () => new ApiError('invalid_api_key', 'Missing or unknown API key. Send Authorization: Bearer <key>.');
+const invalidKey = () =>
+  new ApiError('invalid_api_key', 'Missing or unknown API key. Send Authorization: Bearer <key>.');
 
 const TASK_SCOPED = 'uhp:taskScoped';
 /**
@@ -56,7 +66,9 @@ const TASK_SCOPED = 'uhp:taskScoped';
  */
 export const TaskScoped = () => SetMetadata(TASK_SCOPED, true);
 
-/** Routes not marked @Public() need the principal the middleware resolved; task tokens only reach @TaskScoped() ones. */
+/**
+ * Routes not marked @Public() need the principal the middleware resolved; task tokens only reach @TaskScoped() ones.
+ */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
   constructor(@Inject(Reflector) private readonly reflector: Reflector) {}
@@ -67,7 +79,10 @@ export class ApiKeyGuard implements CanActivate {
     const req = context.switchToHttp().getRequest<AuthedRequest>();
     if (!req.principal) throw invalidKey();
     if (req.task && !this.reflector.getAllAndOverride<boolean>(TASK_SCOPED, targets)) {
-      throw new ApiError('invalid_api_key', "A task token only reads its response's input files and reads and writes its container's files.");
+      throw new ApiError(
+        'invalid_api_key',
+        "A task token only reads its response's input files and reads and writes its container's files.",
+      );
     }
     return true;
   }

@@ -10,7 +10,8 @@ export interface ArtifactOrigin {
 
 export const USER_ORIGIN: ArtifactOrigin = { source: 'user', responseId: null };
 
-export const originOf = (caller: Caller): ArtifactOrigin => (caller.task ? { source: 'assistant', responseId: caller.task.responseId } : USER_ORIGIN);
+export const originOf = (caller: Caller): ArtifactOrigin =>
+  caller.task ? { source: 'assistant', responseId: caller.task.responseId } : USER_ORIGIN;
 
 /** A task token reaches its own container only; anything else is the same 404 as a missing container. */
 export function checkContainerScope(caller: Caller, containerId: string): void {
@@ -19,5 +20,6 @@ export function checkContainerScope(caller: Caller, containerId: string): void {
 
 /** A task token reads its response's input files only. */
 export function checkInputFileScope(caller: Caller, fileId: unknown, param: string | null = null): void {
-  if (caller.task && (typeof fileId !== 'string' || !caller.task.inputFileIds.includes(fileId))) throw ApiError.notFound('file', param);
+  if (caller.task && (typeof fileId !== 'string' || !caller.task.inputFileIds.includes(fileId)))
+    throw ApiError.notFound('file', param);
 }

@@ -6,13 +6,18 @@
  * Reads DATABASE_URL like the gateway.
  */
 import { gatewayConfigSchema, loadConfig } from '@app/common';
-import { PrismaService, PrincipalRepository } from '@app/db';
+import { openPrincipals, type PrincipalRepository } from '@app/db';
 import { apiKeyPrefix, generateApiKey, hashApiKey } from '../auth/api-key';
 
-const USAGE = 'usage: keys create <principal> [--label <text>] | keys list [<principal>] | keys revoke <key id | prefix>';
+const USAGE =
+  'usage: keys create <principal> [--label <text>] | keys list [<principal>] | keys revoke <key id | prefix>';
 const PRINCIPAL_NAME = /^[A-Za-z0-9._-]{1,64}$/;
 
-export async function runKeysCommand(args: string[], principals: PrincipalRepository, out: (line: string) => void): Promise<number> {
+export async function runKeysCommand(
+  args: string[],
+  principals: PrincipalRepository,
+  out: (line: string) => void,
+): Promise<number> {
   const [command, ...rest] = args;
   switch (command) {
     case 'create': {
@@ -31,7 +36,17 @@ export async function runKeysCommand(args: string[], principals: PrincipalReposi
     case 'list': {
       const keys = await principals.listKeys(rest[0]);
       out(['id', 'principal', 'prefix', 'label', 'created', 'revoked'].join('\t'));
-      for (const key of keys) out([key.id, key.principalName, key.keyPrefix, key.label ?? '', key.createdAt.toISOString(), key.revokedAt?.toISOString() ?? ''].join('\t'));
+      for (const key of keys)
+        out(
+          [
+            key.id,
+            key.principalName,
+            key.keyPrefix,
+            key.label ?? '',
+            key.createdAt.toISOString(),
+            key.revokedAt?.toISOString() ?? '',
+          ].join('\t'),
+        );
       return 0;
     }
     case 'revoke': {
@@ -51,11 +66,13 @@ export async function runKeysCommand(args: string[], principals: PrincipalReposi
 
 async function main() {
   const config = loadConfig(gatewayConfigSchema.pick({ DATABASE_URL: true, DATABASE_POOL_SIZE: true }));
-  const prisma = new PrismaService(config.DATABASE_URL, 1);
+  const database = openPrincipals(config.DATABASE_URL);
   try {
-    process.exitCode = await runKeysCommand(process.argv.slice(2), new PrincipalRepository(prisma), (line) => process.stdout.write(`${line}\n`));
+    process.exitCode = await runKeysCommand(process.argv.slice(2), database.principals, (line) =>
+      process.stdout.write(`${line}\n`),
+    );
   } finally {
-    await prisma.$disconnect();
+    await database.close();
   }
 }
 

@@ -26,7 +26,12 @@ export class ArtifactWriter {
    * Keeps staged bytes as a file of a live container of the principal, in one unit of work; if the
    * container went away meanwhile (404) or anything fails, the bytes are discarded.
    */
-  async commit(principalId: string, containerId: string, origin: ArtifactOrigin, artifact: StagedArtifact): Promise<ContainerFileRow> {
+  async commit(
+    principalId: string,
+    containerId: string,
+    origin: ArtifactOrigin,
+    artifact: StagedArtifact,
+  ): Promise<ContainerFileRow> {
     return this.uow.run(
       async (work) => {
         const container = await holdContainerForWrite(work, principalId, containerId);
@@ -49,7 +54,12 @@ export class ArtifactWriter {
   }
 
   /** Streams new bytes into the container (an agent writing an artifact in process). */
-  async write(principalId: string, containerId: string, origin: ArtifactOrigin, file: { filename: string; contentType: string; body: Readable }): Promise<ContainerFileRow> {
+  async write(
+    principalId: string,
+    containerId: string,
+    origin: ArtifactOrigin,
+    file: { filename: string; contentType: string; body: Readable },
+  ): Promise<ContainerFileRow> {
     let filename: string;
     try {
       filename = acceptFilename(file.filename, 'filename');
@@ -57,7 +67,10 @@ export class ArtifactWriter {
       file.body.destroy();
       throw error;
     }
-    const staged = await this.stager.stage(principalId, file.body, { maxBytes: this.config.UHP_MAX_FILE_BYTES, contentType: file.contentType });
+    const staged = await this.stager.stage(principalId, file.body, {
+      maxBytes: this.config.UHP_MAX_FILE_BYTES,
+      contentType: file.contentType,
+    });
     return this.commit(principalId, containerId, origin, { staged, filename, contentType: file.contentType });
   }
 }

@@ -1,7 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ApiError } from '@app/common';
 import { isId } from '@app/contracts';
-import { ContainerFileRepository, UnitOfWork, type ContainerFileListing, type ContainerFileRow, type Page } from '@app/db';
+import {
+  ContainerFileRepository,
+  UnitOfWork,
+  type ContainerFileListing,
+  type ContainerFileRow,
+  type Page,
+} from '@app/db';
 import type { ArtifactOrigin } from '../auth/task-scope';
 import { type Download, Downloads } from '../downloads/downloads';
 import type { ListQuery } from '../http/list-query';
@@ -26,29 +32,54 @@ export class ContainerFilesService {
   ) {}
 
   /** A multipart upload into the container, through the same streaming path and limits as /v1/files. */
-  async upload(principalId: string, containerId: string, body: UploadBody, origin: ArtifactOrigin): Promise<ContainerFileRow> {
+  async upload(
+    principalId: string,
+    containerId: string,
+    body: UploadBody,
+    origin: ArtifactOrigin,
+  ): Promise<ContainerFileRow> {
     await this.containers.get(principalId, containerId);
     const upload = await this.receiver.receive(body, principalId, ignoreFields);
     return this.artifacts.commit(principalId, containerId, origin, upload);
   }
 
   /** Copies an uploaded file in by id: a new container file sharing the stored object (no second copy). */
-  async copy(principalId: string, containerId: string, body: Record<string, unknown>, origin: ArtifactOrigin): Promise<ContainerFileRow> {
+  async copy(
+    principalId: string,
+    containerId: string,
+    body: Record<string, unknown>,
+    origin: ArtifactOrigin,
+  ): Promise<ContainerFileRow> {
     await this.containers.get(principalId, containerId);
     const fileId = body.file_id;
-    if (typeof fileId !== 'string') throw ApiError.invalid('Send a multipart file part, or JSON {"file_id": "file_…"}.', 'file_id');
-    return this.uow.run(async (work) => copyFileInto(work, principalId, await holdContainerForWrite(work, principalId, containerId), fileId, 'file_id', origin));
+    if (typeof fileId !== 'string')
+      throw ApiError.invalid('Send a multipart file part, or JSON {"file_id": "file_…"}.', 'file_id');
+    return this.uow.run(async (work) =>
+      copyFileInto(
+        work,
+        principalId,
+        await holdContainerForWrite(work, principalId, containerId),
+        fileId,
+        'file_id',
+        origin,
+      ),
+    );
   }
 
   async get(principalId: string, containerId: string, id: string): Promise<ContainerFileRow> {
-    const file = isId('container', containerId) && isId('file', id) ? await this.containerFiles.findForOwner(principalId, containerId, id) : null;
+    const file =
+      isId('container', containerId) && isId('file', id)
+        ? await this.containerFiles.findForOwner(principalId, containerId, id)
+        : null;
     if (!file) throw ApiError.notFound('container file');
     return file;
   }
 
   async list(principalId: string, containerId: string, query: ListQuery): Promise<Page<ContainerFileListing>> {
     await this.containers.get(principalId, containerId);
-    const afterSeq = query.after ? await this.containerFiles.cursorSeq(principalId, { containerId }, query.after) : undefined;
+    const afterSeq = query.after
+      ? await this.containerFiles.cursorSeq(principalId, { containerId }, query.after)
+      : undefined;
     if (afterSeq === null) throw ApiError.invalid('after must be the id of a file in this container.', 'after');
     return this.containerFiles.listForContainer(principalId, containerId, { ...query, afterSeq });
   }
@@ -64,7 +95,8 @@ export class ContainerFilesService {
   async delete(principalId: string, containerId: string, id: string): Promise<void> {
     const file = await this.get(principalId, containerId, id);
     await this.uow.run(async (work) => {
-      if (!(await work.sessions.lockLive(principalId, file.sessionId, 'exclusive'))) throw ApiError.notFound('container file');
+      if (!(await work.sessions.lockLive(principalId, file.sessionId, 'exclusive')))
+        throw ApiError.notFound('container file');
       const objectId = await work.containerFiles.markDeleted(principalId, containerId, id);
       if (!objectId) throw ApiError.notFound('container file');
       const archives = await work.archives.deleteForSession(principalId, file.sessionId);

@@ -1,4 +1,17 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Inject,
+  Param,
+  Post,
+  Query,
+  Req,
+  Res,
+  UseGuards,
+} from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { type Caller, CallerOf, PrincipalId, TaskScoped } from '../auth/auth';
 import { checkContainerScope, checkInputFileScope, originOf } from '../auth/task-scope';
@@ -47,7 +60,10 @@ export class ContainersController {
   @UseGuards(UploadLengthGuard)
   async addFile(@CallerOf() caller: Caller, @Param('cid') cid: string, @Req() req: Request, @Body() body: unknown) {
     checkContainerScope(caller, cid);
-    if (isMultipart(req)) return presentContainerFile(await this.containerFiles.upload(caller.principalId, cid, uploadBodyOf(req), originOf(caller)));
+    if (isMultipart(req))
+      return presentContainerFile(
+        await this.containerFiles.upload(caller.principalId, cid, uploadBodyOf(req), originOf(caller)),
+      );
     const fields = bodyObject(body);
     checkInputFileScope(caller, fields.file_id, 'file_id');
     return presentContainerFile(await this.containerFiles.copy(caller.principalId, cid, fields, originOf(caller)));
@@ -70,7 +86,13 @@ export class ContainersController {
 
   @Get(':cid/files/:fid/content')
   @TaskScoped()
-  async content(@CallerOf() caller: Caller, @Param('cid') cid: string, @Param('fid') fid: string, @Req() req: Request, @Res() res: Response) {
+  async content(
+    @CallerOf() caller: Caller,
+    @Param('cid') cid: string,
+    @Param('fid') fid: string,
+    @Req() req: Request,
+    @Res() res: Response,
+  ) {
     checkContainerScope(caller, cid);
     await this.writer.download(req, res, await this.containerFiles.download(caller.principalId, cid, fid));
   }

@@ -29,15 +29,22 @@ export class ContainersService {
     return this.containers.listForOwner(principalId, { ...query, afterSeq });
   }
 
-  /** POST /v1/containers (the OpenAI SDK's containers.create): a new session, its container, the named files copied in. */
+  /**
+   * POST /v1/containers (the OpenAI SDK's containers.create): a new session, its container, the named files copied in.
+   */
   async create(principalId: string, body: Record<string, unknown>): Promise<ContainerRow> {
     const name = body.name;
-    if (name !== undefined && name !== null && (typeof name !== 'string' || name.length > MAX_NAME_LENGTH)) throw ApiError.invalid(`name must be a string of at most ${MAX_NAME_LENGTH} characters.`, 'name');
+    if (name !== undefined && name !== null && (typeof name !== 'string' || name.length > MAX_NAME_LENGTH))
+      throw ApiError.invalid(`name must be a string of at most ${MAX_NAME_LENGTH} characters.`, 'name');
     const fileIds = body.file_ids ?? [];
-    if (!Array.isArray(fileIds) || fileIds.length > MAX_FILE_IDS) throw ApiError.invalid(`file_ids must be an array of at most ${MAX_FILE_IDS} file ids.`, 'file_ids');
+    if (!Array.isArray(fileIds) || fileIds.length > MAX_FILE_IDS)
+      throw ApiError.invalid(`file_ids must be an array of at most ${MAX_FILE_IDS} file ids.`, 'file_ids');
     return this.uow.run(async (work) => {
-      const { container } = await createSession(work, principalId, { containerName: typeof name === 'string' ? name : null });
-      for (const [index, fileId] of fileIds.entries()) await copyFileInto(work, principalId, container, fileId, `file_ids[${index}]`);
+      const { container } = await createSession(work, principalId, {
+        containerName: typeof name === 'string' ? name : null,
+      });
+      for (const [index, fileId] of fileIds.entries())
+        await copyFileInto(work, principalId, container, fileId, `file_ids[${index}]`);
       return container;
     });
   }
@@ -53,7 +60,11 @@ export class ContainersService {
       const session = await work.sessions.lockLive(principalId, container.sessionId, 'exclusive');
       if (!session || !(await work.containers.markDeleted(principalId, id))) throw ApiError.notFound('container');
       if (session.currentContainerId === id) {
-        const replacement = await work.containers.create(principalId, { id: newId('container'), sessionId: session.id, name: null });
+        const replacement = await work.containers.create(principalId, {
+          id: newId('container'),
+          sessionId: session.id,
+          name: null,
+        });
         await work.sessions.setCurrentContainer(principalId, session.id, replacement.id);
       }
       const artifacts = await work.containerFiles.markDeletedInContainer(principalId, id);

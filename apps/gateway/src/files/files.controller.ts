@@ -26,7 +26,10 @@ export class FilesController {
   @Get()
   async list(@PrincipalId() principalId: string, @Query() query: Record<string, unknown>) {
     const purpose = singleQueryValue(query, 'purpose');
-    const page = await this.files.list(principalId, { ...parseListQuery(query), purpose: purpose === undefined ? undefined : toPurpose(purpose) });
+    const page = await this.files.list(principalId, {
+      ...parseListQuery(query),
+      purpose: purpose === undefined ? undefined : toPurpose(purpose),
+    });
     return listBody(page.items.map(presentFile), page.hasMore);
   }
 

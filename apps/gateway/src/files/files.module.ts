@@ -3,5 +3,10 @@ import { UploadsModule } from '../uploads/uploads.module';
 import { FilesController } from './files.controller';
 import { FilesService } from './files.service';
 
-@Module({ imports: [UploadsModule], controllers: [FilesController], providers: [FilesService], exports: [FilesService] })
+@Module({
+  imports: [UploadsModule],
+  controllers: [FilesController],
+  providers: [FilesService],
+  exports: [FilesService],
+})
 export class FilesModule {}

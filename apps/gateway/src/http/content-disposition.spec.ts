@@ -8,7 +8,9 @@ describe('dispositionHeader', () => {
 
   it('adds filename* for a non-ASCII name with an underscore fallback', () => {
     const header = dispositionHeader('attachment', 'résumé-日本語.txt');
-    expect(header).toBe(`attachment; filename="r_sum_-___.txt"; filename*=UTF-8''r%C3%A9sum%C3%A9-%E6%97%A5%E6%9C%AC%E8%AA%9E.txt`);
+    expect(header).toBe(
+      `attachment; filename="r_sum_-___.txt"; filename*=UTF-8''r%C3%A9sum%C3%A9-%E6%97%A5%E6%9C%AC%E8%AA%9E.txt`,
+    );
   });
 
   it('never lets a quote, backslash or control reach the quoted fallback', () => {

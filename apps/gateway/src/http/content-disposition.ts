@@ -6,7 +6,9 @@ import contentDisposition from 'content-disposition';
  * quote, backslash, CR, LF or other control can reach the header (PROFILE §5).
  */
 export function asciiFallback(filename: string): string {
-  return Array.from(filename, (char) => (/^[\x20-\x7e]$/.test(char) && char !== '"' && char !== '\\' ? char : '_')).join('');
+  return Array.from(filename, (char) =>
+    /^[\x20-\x7e]$/.test(char) && char !== '"' && char !== '\\' ? char : '_',
+  ).join('');
 }
 
 export function dispositionHeader(type: 'attachment' | 'inline', filename: string): string {

@@ -9,7 +9,8 @@ export function maxRequestBytes(config: GatewayConfig): number {
 
 const isJson = (type: string | undefined) => /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type ?? '');
 const isMultipart = (type: string | undefined) => /^multipart\/form-data\s*(?:;|$)/i.test(type ?? '');
-const charsetOf = (type: string | undefined) => /;\s*charset\s*=\s*"?([\w.:-]+)"?/i.exec(type ?? '')?.[1]?.toLowerCase();
+const charsetOf = (type: string | undefined) =>
+  /;\s*charset\s*=\s*"?([\w.:-]+)"?/i.exec(type ?? '')?.[1]?.toLowerCase();
 
 /**
  * Reads the body up to `limit` bytes. Past it, rejects at once and stops listening without consuming
@@ -56,7 +57,12 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
-const tooLarge = (limit: number) => new ApiError('request_too_large', `The JSON body is larger than max_request_bytes (${limit}; see GET /v1/limits). Upload large files with POST /v1/files and send their file_id.`);
+const tooLarge = (limit: number) =>
+  new ApiError(
+    'request_too_large',
+    `The JSON body is larger than max_request_bytes (${limit}; see GET /v1/limits). ` +
+      'Upload large files with POST /v1/files and send their file_id.',
+  );
 
 /**
  * Parses JSON bodies up to max_request_bytes, decided from Content-Length before a byte is read when it
@@ -76,11 +82,17 @@ export class JsonBodyMiddleware implements NestMiddleware {
     const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
     if (!hasBody || isMultipart(type) || req.method === 'GET' || req.method === 'HEAD') return next();
     setDrainLimits(req, { maxBytes: 2 * this.limit, timeoutMs: this.config.UHP_DRAIN_TIMEOUT_MS });
-    if (!isJson(type)) throw new ApiError('unsupported_media_type', 'Send a JSON body with Content-Type: application/json.');
+    if (!isJson(type))
+      throw new ApiError('unsupported_media_type', 'Send a JSON body with Content-Type: application/json.');
     const charset = charsetOf(type);
-    if (charset && charset !== 'utf-8' && charset !== 'utf8') throw new ApiError('unsupported_media_type', 'JSON bodies must be UTF-8.');
+    if (charset && charset !== 'utf-8' && charset !== 'utf8')
+      throw new ApiError('unsupported_media_type', 'JSON bodies must be UTF-8.');
     const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
-    if (encoding !== 'identity') throw new ApiError('unsupported_media_type', `Content-Encoding ${encoding} is not accepted; send the JSON uncompressed.`);
+    if (encoding !== 'identity')
+      throw new ApiError(
+        'unsupported_media_type',
+        `Content-Encoding ${encoding} is not accepted; send the JSON uncompressed.`,
+      );
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > this.limit) throw tooLarge(this.limit);
     const raw = await readBody(req, this.limit);

@@ -8,12 +8,21 @@ describe('parseListQuery', () => {
   });
 
   it('reads limit, order and after', () => {
-    expect(parseListQuery({ limit: '1000', order: 'asc', after: 'file_x' })).toEqual({ limit: 1000, order: 'asc', after: 'file_x' });
+    expect(parseListQuery({ limit: '1000', order: 'asc', after: 'file_x' })).toEqual({
+      limit: 1000,
+      order: 'asc',
+      after: 'file_x',
+    });
   });
 
-  it.each([{ limit: '0' }, { limit: '1001' }, { limit: 'ten' }, { order: 'sideways' }, { limit: ['1', '2'] }])('rejects %j with its param', (query) => {
-    expect(() => parseListQuery(query)).toThrow(expect.objectContaining({ code: 'invalid_request', param: Object.keys(query)[0] }));
-  });
+  it.each([{ limit: '0' }, { limit: '1001' }, { limit: 'ten' }, { order: 'sideways' }, { limit: ['1', '2'] }])(
+    'rejects %j with its param',
+    (query) => {
+      expect(() => parseListQuery(query)).toThrow(
+        expect.objectContaining({ code: 'invalid_request', param: Object.keys(query)[0] }),
+      );
+    },
+  );
 });
 
 describe('listBody', () => {

@@ -18,15 +18,20 @@ export function singleQueryValue(query: Record<string, unknown>, name: string): 
 }
 
 /** Parses `limit` (1..1000), `order` (asc|desc) and `after` of a list request (PROFILE §1). */
-export function parseListQuery(query: Record<string, unknown>, defaults: { order: 'asc' | 'desc' } = { order: 'desc' }): ListQuery {
+export function parseListQuery(
+  query: Record<string, unknown>,
+  defaults: { order: 'asc' | 'desc' } = { order: 'desc' },
+): ListQuery {
   const limitRaw = singleQueryValue(query, 'limit');
   let limit = DEFAULT_LIMIT;
   if (limitRaw !== undefined) {
-    if (!/^\d{1,7}$/.test(limitRaw) || Number(limitRaw) < 1 || Number(limitRaw) > MAX_LIMIT) throw ApiError.invalid(`limit must be an integer from 1 to ${MAX_LIMIT}.`, 'limit');
+    if (!/^\d{1,7}$/.test(limitRaw) || Number(limitRaw) < 1 || Number(limitRaw) > MAX_LIMIT)
+      throw ApiError.invalid(`limit must be an integer from 1 to ${MAX_LIMIT}.`, 'limit');
     limit = Number(limitRaw);
   }
   const orderRaw = singleQueryValue(query, 'order');
-  if (orderRaw !== undefined && orderRaw !== 'asc' && orderRaw !== 'desc') throw ApiError.invalid('order must be asc or desc.', 'order');
+  if (orderRaw !== undefined && orderRaw !== 'asc' && orderRaw !== 'desc')
+    throw ApiError.invalid('order must be asc or desc.', 'order');
   const after = singleQueryValue(query, 'after');
   return { limit, order: (orderRaw as 'asc' | 'desc' | undefined) ?? defaults.order, after: after || undefined };
 }

@@ -61,7 +61,10 @@ export class ResponseWriter {
     const ifRange = req.headers['if-range'];
     if (req.headers.range && (!ifRange || ifRange === etag)) {
       const parsed = req.range(size, { combine: true });
-      if (parsed === -1) throw new ApiError('range_not_satisfiable', `The range is outside the file's ${size} bytes.`, null, { 'content-range': `bytes */${size}` });
+      if (parsed === -1)
+        throw new ApiError('range_not_satisfiable', `The range is outside the file's ${size} bytes.`, null, {
+          'content-range': `bytes */${size}`,
+        });
       if (Array.isArray(parsed) && parsed.type === 'bytes' && parsed.length === 1) range = parsed[0];
     }
     res.setHeader('content-type', download.contentType);

@@ -14,7 +14,11 @@ export interface UploadBody {
   isComplete(): boolean;
 }
 
-export const uploadBodyOf = (req: IncomingMessage): UploadBody => ({ headers: req.headers, stream: req, isComplete: () => req.complete });
+export const uploadBodyOf = (req: IncomingMessage): UploadBody => ({
+  headers: req.headers,
+  stream: req,
+  isComplete: () => req.complete,
+});
 
 export const isMultipart = (req: IncomingMessage) => /^multipart\/form-data/i.test(req.headers['content-type'] ?? '');
 
@@ -30,10 +34,17 @@ export class UploadLengthGuard implements CanActivate {
     const req = context.switchToHttp().getRequest<IncomingMessage>();
     if (!isMultipart(req)) return true;
     const maxBytes = this.config.UHP_MAX_FILE_BYTES;
-    setDrainLimits(req, { maxBytes: 2 * (maxBytes + MULTIPART_ENVELOPE_BYTES), timeoutMs: this.config.UHP_DRAIN_TIMEOUT_MS });
+    setDrainLimits(req, {
+      maxBytes: 2 * (maxBytes + MULTIPART_ENVELOPE_BYTES),
+      timeoutMs: this.config.UHP_DRAIN_TIMEOUT_MS,
+    });
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > maxBytes + MULTIPART_ENVELOPE_BYTES) {
-      throw new ApiError('file_too_large', `The upload declares ${declared} bytes; max_file_bytes is ${maxBytes} (see GET /v1/limits).`, 'file');
+      throw new ApiError(
+        'file_too_large',
+        `The upload declares ${declared} bytes; max_file_bytes is ${maxBytes} (see GET /v1/limits).`,
+        'file',
+      );
     }
     return true;
   }

@@ -5,7 +5,8 @@ import { OPENAPI_DOCUMENT } from './openapi.document';
 /** Swagger UI from the swagger-ui-dist package, served from this origin (no CDN). */
 const DOCS_PAGE = `<!doctype html>
 <html lang="en">
-<head><meta charset="utf-8"><title>uhp-files API</title><link rel="stylesheet" href="/docs/assets/swagger-ui.css"></head>
+<head><meta charset="utf-8"><title>uhp-files API</title>
+<link rel="stylesheet" href="/docs/assets/swagger-ui.css"></head>
 <body><div id="ui"></div>
 <script src="/docs/assets/swagger-ui-bundle.js"></script>
 <script src="/docs/assets/init.js"></script>

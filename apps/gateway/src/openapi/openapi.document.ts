@@ -4,28 +4,59 @@
  */
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (schema: object, description = 'OK') => ({ description, content: { 'application/json': { schema } } });
-const errors = (...codes: number[]) => Object.fromEntries(codes.map((code) => [String(code), { $ref: `#/components/responses/Error${code}` }]));
-const idParam = (name: string, prefix: string) => ({ name, in: 'path', required: true, schema: { type: 'string', pattern: `^${prefix}_[0-9A-Za-z]{24,}$` } });
+const errors = (...codes: number[]) =>
+  Object.fromEntries(codes.map((code) => [String(code), { $ref: `#/components/responses/Error${code}` }]));
+const idParam = (name: string, prefix: string) => ({
+  name,
+  in: 'path',
+  required: true,
+  schema: { type: 'string', pattern: `^${prefix}_[0-9A-Za-z]{24,}$` },
+});
 const listParams = [
   { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
-  { name: 'after', in: 'query', schema: { type: 'string' }, description: 'The id of the last item of the previous page.' },
+  {
+    name: 'after',
+    in: 'query',
+    schema: { type: 'string' },
+    description: 'The id of the last item of the previous page.',
+  },
   { name: 'order', in: 'query', schema: { type: 'string', enum: ['asc', 'desc'], default: 'desc' } },
 ];
 const list = (item: string) => ({
   type: 'object',
   required: ['object', 'data', 'first_id', 'last_id', 'has_more'],
-  properties: { object: { const: 'list' }, data: { type: 'array', items: ref(item) }, first_id: { type: ['string', 'null'] }, last_id: { type: ['string', 'null'] }, has_more: { type: 'boolean' } },
+  properties: {
+    object: { const: 'list' },
+    data: { type: 'array', items: ref(item) },
+    first_id: { type: ['string', 'null'] },
+    last_id: { type: ['string', 'null'] },
+    has_more: { type: 'boolean' },
+  },
 });
-const deleted = (object: string) => ({ type: 'object', properties: { id: { type: 'string' }, object: { const: object }, deleted: { const: true } } });
+const deleted = (object: string) => ({
+  type: 'object',
+  properties: { id: { type: 'string' }, object: { const: object }, deleted: { const: true } },
+});
 const rawBytes = {
-  description: 'The raw bytes with the file’s own Content-Type, Content-Disposition, nosniff, CSP sandbox, strong ETag and Accept-Ranges.',
+  description:
+    'The raw bytes with the file’s own Content-Type, Content-Disposition, nosniff, CSP sandbox, strong ETag and ' +
+    'Accept-Ranges.',
   content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
 };
 const download = (summary: string, parameters: object[]) => ({
   get: {
     summary,
-    parameters: [...parameters, { name: 'Range', in: 'header', schema: { type: 'string' } }, { name: 'If-None-Match', in: 'header', schema: { type: 'string' } }],
-    responses: { '200': rawBytes, '206': { ...rawBytes, description: 'One byte range.' }, '304': { description: 'Not modified.' }, ...errors(401, 404, 416) },
+    parameters: [
+      ...parameters,
+      { name: 'Range', in: 'header', schema: { type: 'string' } },
+      { name: 'If-None-Match', in: 'header', schema: { type: 'string' } },
+    ],
+    responses: {
+      '200': rawBytes,
+      '206': { ...rawBytes, description: 'One byte range.' },
+      '304': { description: 'Not modified.' },
+      ...errors(401, 404, 416),
+    },
   },
 });
 const uploadBody = (withFields: boolean) => ({
@@ -36,10 +67,18 @@ const uploadBody = (withFields: boolean) => ({
         type: 'object',
         required: ['file'],
         properties: {
-          file: { type: 'string', format: 'binary', description: 'Streamed to object storage as it arrives; at most max_file_bytes.' },
+          file: {
+            type: 'string',
+            format: 'binary',
+            description: 'Streamed to object storage as it arrives; at most max_file_bytes.',
+          },
           ...(withFields
             ? {
-                purpose: { type: 'string', enum: ['assistants', 'batch', 'fine-tune', 'vision', 'user_data', 'evals'], default: 'user_data' },
+                purpose: {
+                  type: 'string',
+                  enum: ['assistants', 'batch', 'fine-tune', 'vision', 'user_data', 'evals'],
+                  default: 'user_data',
+                },
                 'expires_after[anchor]': { const: 'created_at' },
                 'expires_after[seconds]': { type: 'integer', minimum: 3600, maximum: 2592000 },
               }
@@ -50,7 +89,10 @@ const uploadBody = (withFields: boolean) => ({
   },
 });
 
-const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: ref('Error') } } });
+const errorResponse = (description: string) => ({
+  description,
+  content: { 'application/json': { schema: ref('Error') } },
+});
 
 export const OPENAPI_DOCUMENT = {
   openapi: '3.1.0',
@@ -58,13 +100,21 @@ export const OPENAPI_DOCUMENT = {
     title: 'uhp-files',
     version: '2026-08-11',
     description:
-      'Files and artifacts of an agent harness (UHP Files 2026-08-11). Authenticate with `Authorization: Bearer <api key>`. Limits are served at GET /v1/limits. Every error is `{"error":{"type","code","message","param"}}`.',
+      'Files and artifacts of an agent harness (UHP Files 2026-08-11). Authenticate with `Authorization: Bearer ' +
+      '<api key>`. Limits are served at GET /v1/limits. Every error is ' +
+      '`{"error":{"type","code","message","param"}}`.',
   },
   security: [{ bearer: [] }],
   paths: {
-    '/v1/limits': { get: { summary: 'Size limits and preview formats', security: [], responses: { '200': json(ref('Limits')) } } },
+    '/v1/limits': {
+      get: { summary: 'Size limits and preview formats', security: [], responses: { '200': json(ref('Limits')) } },
+    },
     '/v1/files': {
-      post: { summary: 'Upload a file', requestBody: uploadBody(true), responses: { '200': json(ref('File')), ...errors(400, 401, 413, 415) } },
+      post: {
+        summary: 'Upload a file',
+        requestBody: uploadBody(true),
+        responses: { '200': json(ref('File')), ...errors(400, 401, 413, 415) },
+      },
       get: {
         summary: 'List files',
         parameters: [...listParams, { name: 'purpose', in: 'query', schema: { type: 'string' } }],
@@ -72,41 +122,85 @@ export const OPENAPI_DOCUMENT = {
       },
     },
     '/v1/files/{file_id}': {
-      get: { summary: 'Get a file', parameters: [idParam('file_id', 'file')], responses: { '200': json(ref('File')), ...errors(401, 404) } },
-      delete: { summary: 'Delete a file', parameters: [idParam('file_id', 'file')], responses: { '200': json(deleted('file')), ...errors(401, 404) } },
+      get: {
+        summary: 'Get a file',
+        parameters: [idParam('file_id', 'file')],
+        responses: { '200': json(ref('File')), ...errors(401, 404) },
+      },
+      delete: {
+        summary: 'Delete a file',
+        parameters: [idParam('file_id', 'file')],
+        responses: { '200': json(deleted('file')), ...errors(401, 404) },
+      },
     },
     '/v1/files/{file_id}/content': download('Download a file', [idParam('file_id', 'file')]),
     '/v1/sessions': {
       post: {
         summary: 'Create a session (with its container)',
-        requestBody: { content: { 'application/json': { schema: { type: 'object', properties: { metadata: { type: 'object', additionalProperties: { type: 'string' } } } } } } },
+        requestBody: {
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                properties: { metadata: { type: 'object', additionalProperties: { type: 'string' } } },
+              },
+            },
+          },
+        },
         responses: { '200': json(ref('Session')), ...errors(400, 401) },
       },
-      get: { summary: 'List sessions', parameters: listParams, responses: { '200': json(list('Session')), ...errors(400, 401) } },
+      get: {
+        summary: 'List sessions',
+        parameters: listParams,
+        responses: { '200': json(list('Session')), ...errors(400, 401) },
+      },
     },
     '/v1/sessions/{session_id}': {
-      get: { summary: 'Get a session', parameters: [idParam('session_id', 'sess')], responses: { '200': json(ref('Session')), ...errors(401, 404) } },
-      delete: { summary: 'Delete a session, its containers and artifacts', parameters: [idParam('session_id', 'sess')], responses: { '200': json(deleted('session.deleted')), ...errors(401, 404) } },
+      get: {
+        summary: 'Get a session',
+        parameters: [idParam('session_id', 'sess')],
+        responses: { '200': json(ref('Session')), ...errors(401, 404) },
+      },
+      delete: {
+        summary: 'Delete a session, its containers and artifacts',
+        parameters: [idParam('session_id', 'sess')],
+        responses: { '200': json(deleted('session.deleted')), ...errors(401, 404) },
+      },
     },
     '/v1/sessions/{session_id}/files': {
       get: {
         summary: 'Every artifact of the session, oldest first',
         description: 'Without `limit` the whole listing is streamed; with `limit` (and `after`) it pages.',
         parameters: [idParam('session_id', 'sess'), listParams[0], listParams[1]],
-        responses: { '200': json({ type: 'object', properties: { files: { type: 'array', items: ref('ContainerFile') }, has_more: { type: 'boolean' } } }), ...errors(400, 401, 404) },
+        responses: {
+          '200': json({
+            type: 'object',
+            properties: { files: { type: 'array', items: ref('ContainerFile') }, has_more: { type: 'boolean' } },
+          }),
+          ...errors(400, 401, 404),
+        },
       },
     },
     '/v1/sessions/{session_id}/files/archive': {
       get: {
         summary: 'Every artifact of the session as one ZIP',
         description:
-          'One entry per artifact, bytes identical to …/content; entry names are safe relative names, duplicates become `name (2).ext`, UTF-8 names carry the UTF-8 flag, ZIP64 where needed. ' +
-          'Built by the worker and cached for the exact set of artifacts: a new or deleted artifact makes the next request build anew. ' +
-          'While a build outlasts the wait the answer is 202 with its progress and `Retry-After`; ask again for the 200. An empty session gives a valid empty ZIP.',
-        parameters: [idParam('session_id', 'sess'), { name: 'Range', in: 'header', schema: { type: 'string' } }, { name: 'If-None-Match', in: 'header', schema: { type: 'string' } }],
+          'One entry per artifact, bytes identical to …/content; entry names are safe relative names, duplicates ' +
+          'become `name (2).ext`, UTF-8 names carry the UTF-8 flag, ZIP64 where needed. ' +
+          'Built by the worker and cached for the exact set of artifacts: a new or deleted artifact makes the next ' +
+          'request build anew. ' +
+          'While a build outlasts the wait the answer is 202 with its progress and `Retry-After`; ask again for ' +
+          'the 200. An empty session gives a valid empty ZIP.',
+        parameters: [
+          idParam('session_id', 'sess'),
+          { name: 'Range', in: 'header', schema: { type: 'string' } },
+          { name: 'If-None-Match', in: 'header', schema: { type: 'string' } },
+        ],
         responses: {
           '200': {
-            description: 'The ZIP, with `Content-Disposition: attachment; filename="<session_id>.zip"`, nosniff, CSP sandbox, a strong ETag and Accept-Ranges.',
+            description:
+              'The ZIP, with `Content-Disposition: attachment; filename="<session_id>.zip"`, nosniff, CSP sandbox, ' +
+              'a strong ETag and Accept-Ranges.',
             content: { 'application/zip': { schema: { type: 'string', format: 'binary' } } },
           },
           '202': {
@@ -129,7 +223,10 @@ export const OPENAPI_DOCUMENT = {
               },
             },
           },
-          '206': { description: 'One byte range of the ZIP.', content: { 'application/zip': { schema: { type: 'string', format: 'binary' } } } },
+          '206': {
+            description: 'One byte range of the ZIP.',
+            content: { 'application/zip': { schema: { type: 'string', format: 'binary' } } },
+          },
           '304': { description: 'Not modified.' },
           ...errors(401, 404, 416, 503),
         },
@@ -138,14 +235,35 @@ export const OPENAPI_DOCUMENT = {
     '/v1/containers': {
       post: {
         summary: 'Open a new session and return its container',
-        requestBody: { content: { 'application/json': { schema: { type: 'object', properties: { name: { type: 'string' }, file_ids: { type: 'array', items: { type: 'string' } } } } } } },
+        requestBody: {
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                properties: { name: { type: 'string' }, file_ids: { type: 'array', items: { type: 'string' } } },
+              },
+            },
+          },
+        },
         responses: { '200': json(ref('Container')), ...errors(400, 401, 404) },
       },
-      get: { summary: 'List containers', parameters: listParams, responses: { '200': json(list('Container')), ...errors(400, 401) } },
+      get: {
+        summary: 'List containers',
+        parameters: listParams,
+        responses: { '200': json(list('Container')), ...errors(400, 401) },
+      },
     },
     '/v1/containers/{container_id}': {
-      get: { summary: 'Get a container', parameters: [idParam('container_id', 'cntr')], responses: { '200': json(ref('Container')), ...errors(401, 404) } },
-      delete: { summary: 'Delete a container and its files', parameters: [idParam('container_id', 'cntr')], responses: { '200': json(deleted('container.deleted')), ...errors(401, 404) } },
+      get: {
+        summary: 'Get a container',
+        parameters: [idParam('container_id', 'cntr')],
+        responses: { '200': json(ref('Container')), ...errors(401, 404) },
+      },
+      delete: {
+        summary: 'Delete a container and its files',
+        parameters: [idParam('container_id', 'cntr')],
+        responses: { '200': json(deleted('container.deleted')), ...errors(401, 404) },
+      },
     },
     '/v1/containers/{container_id}/files': {
       post: {
@@ -153,38 +271,66 @@ export const OPENAPI_DOCUMENT = {
         parameters: [idParam('container_id', 'cntr')],
         requestBody: {
           required: true,
-          content: { ...uploadBody(false).content, 'application/json': { schema: { type: 'object', required: ['file_id'], properties: { file_id: { type: 'string' } } } } },
+          content: {
+            ...uploadBody(false).content,
+            'application/json': {
+              schema: { type: 'object', required: ['file_id'], properties: { file_id: { type: 'string' } } },
+            },
+          },
         },
         responses: { '200': json(ref('ContainerFile')), ...errors(400, 401, 404, 413, 415) },
       },
-      get: { summary: 'List the container’s files', parameters: [idParam('container_id', 'cntr'), ...listParams], responses: { '200': json(list('ContainerFile')), ...errors(400, 401, 404) } },
+      get: {
+        summary: 'List the container’s files',
+        parameters: [idParam('container_id', 'cntr'), ...listParams],
+        responses: { '200': json(list('ContainerFile')), ...errors(400, 401, 404) },
+      },
     },
     '/v1/containers/{container_id}/files/{file_id}': {
-      get: { summary: 'Get a container file', parameters: [idParam('container_id', 'cntr'), idParam('file_id', 'file')], responses: { '200': json(ref('ContainerFile')), ...errors(401, 404) } },
+      get: {
+        summary: 'Get a container file',
+        parameters: [idParam('container_id', 'cntr'), idParam('file_id', 'file')],
+        responses: { '200': json(ref('ContainerFile')), ...errors(401, 404) },
+      },
       delete: {
         summary: 'Delete a container file',
         parameters: [idParam('container_id', 'cntr'), idParam('file_id', 'file')],
         responses: { '200': json(deleted('container.file.deleted')), ...errors(401, 404) },
       },
     },
-    '/v1/containers/{container_id}/files/{file_id}/content': download('Download a container file', [idParam('container_id', 'cntr'), idParam('file_id', 'file')]),
+    '/v1/containers/{container_id}/files/{file_id}/content': download('Download a container file', [
+      idParam('container_id', 'cntr'),
+      idParam('file_id', 'file'),
+    ]),
     '/v1/containers/{container_id}/files/{file_id}/pdf': {
       get: {
         summary: 'A PDF preview of the file',
         description:
-          'Office documents (LibreOffice), HTML, Markdown, text and code (Chromium) and images convert in the worker, once per content (cached); a PDF is served as is. ' +
-          '501 preview_unavailable when previews are off or no converter for the format is installed; 502 preview_failed for an unsupported or corrupt file (x-should-retry: false) or a conversion that outlasts PREVIEW_TIMEOUT_MS (retryable).',
+          'Office documents (LibreOffice), HTML, Markdown, text and code (Chromium) and images convert in the ' +
+          'worker, once per content (cached); a PDF is served as is. ' +
+          '501 preview_unavailable when previews are off or no converter for the format is installed; 502 ' +
+          'preview_failed for an unsupported or corrupt file (x-should-retry: false) or a conversion that outlasts ' +
+          'PREVIEW_TIMEOUT_MS (retryable).',
         parameters: [idParam('container_id', 'cntr'), idParam('file_id', 'file')],
-        responses: { '200': { description: 'The PDF, inline', content: { 'application/pdf': { schema: { type: 'string', format: 'binary' } } } }, ...errors(401, 404, 501, 502, 503) },
+        responses: {
+          '200': {
+            description: 'The PDF, inline',
+            content: { 'application/pdf': { schema: { type: 'string', format: 'binary' } } },
+          },
+          ...errors(401, 404, 501, 502, 503),
+        },
       },
     },
     '/v1/responses': {
       post: {
         summary: 'Run a task (response) in a session',
         description:
-          'Runs the agent (agent, else a model that names one, else the default "report") in the session\'s current container (a new session without session_id). ' +
-          'Inputs: a string, or messages whose content holds input_text, input_file (file_data as a base64 data: URL, or file_id) and input_image parts. ' +
-          'Everything is checked before anything is written. stream, background, previous_response_id, conversation, prompt, file_url and tools other than code_interpreter are 400 with their param. ' +
+          'Runs the agent (agent, else a model that names one, else the default "report") in the session\'s ' +
+          'current container (a new session without session_id). ' +
+          'Inputs: a string, or messages whose content holds input_text, input_file (file_data as a base64 data: ' +
+          'URL, or file_id) and input_image parts. ' +
+          'Everything is checked before anything is written. stream, background, previous_response_id, ' +
+          'conversation, prompt, file_url and tools other than code_interpreter are 400 with their param. ' +
           'An agent that fails gives 200 with status "failed", output [] and error. See docs/agents.md.',
         requestBody: {
           content: {
@@ -208,14 +354,22 @@ export const OPENAPI_DOCUMENT = {
       },
     },
     '/v1/responses/{response_id}': {
-      get: { summary: 'Get a response', parameters: [idParam('response_id', 'resp')], responses: { '200': json(ref('Response')), ...errors(401, 404) } },
+      get: {
+        summary: 'Get a response',
+        parameters: [idParam('response_id', 'resp')],
+        responses: { '200': json(ref('Response')), ...errors(401, 404) },
+      },
     },
   },
   components: {
     securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
     responses: Object.fromEntries(
       [
-        [400, 'Invalid request (invalid_request, invalid_json, invalid_multipart, missing_file, invalid_filename, invalid_file_data)'],
+        [
+          400,
+          'Invalid request (invalid_request, invalid_json, invalid_multipart, missing_file, invalid_filename, ' +
+            'invalid_file_data)',
+        ],
         [401, 'Missing or unknown API key (invalid_api_key)'],
         [404, 'Not found, deleted, another principal’s, or a malformed id (not_found)'],
         [413, 'Too large (file_too_large, request_too_large)'],
@@ -230,7 +384,18 @@ export const OPENAPI_DOCUMENT = {
       Error: {
         type: 'object',
         required: ['error'],
-        properties: { error: { type: 'object', required: ['type', 'code', 'message', 'param'], properties: { type: { type: 'string' }, code: { type: 'string' }, message: { type: 'string' }, param: { type: ['string', 'null'] } } } },
+        properties: {
+          error: {
+            type: 'object',
+            required: ['type', 'code', 'message', 'param'],
+            properties: {
+              type: { type: 'string' },
+              code: { type: 'string' },
+              message: { type: 'string' },
+              param: { type: ['string', 'null'] },
+            },
+          },
+        },
       },
       Limits: {
         type: 'object',
@@ -239,7 +404,14 @@ export const OPENAPI_DOCUMENT = {
           max_file_bytes: { type: 'integer' },
           max_inline_file_bytes: { type: 'integer' },
           max_request_bytes: { type: 'integer' },
-          preview: { type: 'object', properties: { enabled: { type: 'boolean' }, formats: { type: 'array', items: { type: 'string' } }, timeout_ms: { type: 'integer' } } },
+          preview: {
+            type: 'object',
+            properties: {
+              enabled: { type: 'boolean' },
+              formats: { type: 'array', items: { type: 'string' } },
+              timeout_ms: { type: 'integer' },
+            },
+          },
           archive: { type: 'object', properties: { formats: { type: 'array', items: { type: 'string' } } } },
         },
       },
@@ -258,10 +430,26 @@ export const OPENAPI_DOCUMENT = {
           status: { const: 'processed' },
         },
       },
-      Session: { type: 'object', properties: { id: { type: 'string' }, object: { const: 'session' }, container_id: { type: 'string' }, created_at: { type: 'integer' }, metadata: { type: 'object' } } },
+      Session: {
+        type: 'object',
+        properties: {
+          id: { type: 'string' },
+          object: { const: 'session' },
+          container_id: { type: 'string' },
+          created_at: { type: 'integer' },
+          metadata: { type: 'object' },
+        },
+      },
       Container: {
         type: 'object',
-        properties: { id: { type: 'string' }, object: { const: 'container' }, session_id: { type: 'string' }, name: { type: ['string', 'null'] }, status: { const: 'running' }, created_at: { type: 'integer' } },
+        properties: {
+          id: { type: 'string' },
+          object: { const: 'container' },
+          session_id: { type: 'string' },
+          name: { type: ['string', 'null'] },
+          status: { const: 'running' },
+          created_at: { type: 'integer' },
+        },
       },
       Response: {
         type: 'object',

@@ -27,7 +27,10 @@ export class ConverterAvailability {
     if (!this.config.PREVIEW_ENABLED) return [];
     const available = await this.available();
     const byKind = supportedExtensions();
-    return (Object.keys(byKind) as PreviewKind[]).filter((kind) => available.has(CONVERTER_OF_KIND[kind])).flatMap((kind) => byKind[kind]).sort();
+    return (Object.keys(byKind) as PreviewKind[])
+      .filter((kind) => available.has(CONVERTER_OF_KIND[kind]))
+      .flatMap((kind) => byKind[kind])
+      .sort();
   }
 
   private available(): Promise<Set<string>> {

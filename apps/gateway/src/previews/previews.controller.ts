@@ -13,7 +13,13 @@ export class PreviewsController {
   ) {}
 
   @Get()
-  async preview(@PrincipalId() principalId: string, @Param('cid') cid: string, @Param('fid') fid: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+  async preview(
+    @PrincipalId() principalId: string,
+    @Param('cid') cid: string,
+    @Param('fid') fid: string,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
     await this.writer.download(req, res, await this.previews.preview(principalId, cid, fid, () => req.destroyed));
   }
 }

@@ -4,5 +4,10 @@ import { ConverterAvailability } from './converter-availability';
 import { PreviewsController } from './previews.controller';
 import { PreviewsService } from './previews.service';
 
-@Module({ imports: [ContainersModule], controllers: [PreviewsController], providers: [PreviewsService, ConverterAvailability], exports: [ConverterAvailability] })
+@Module({
+  imports: [ContainersModule],
+  controllers: [PreviewsController],
+  providers: [PreviewsService, ConverterAvailability],
+  exports: [ConverterAvailability],
+})
 export class PreviewsModule {}

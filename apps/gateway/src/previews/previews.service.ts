@@ -16,7 +16,8 @@ export function pdfFilename(filename: string): string {
   return `${dot > 0 ? filename.slice(0, dot) : filename}.pdf`;
 }
 
-const failed = (message: string, permanent: boolean) => new ApiError('preview_failed', message, null, permanent ? { ...NO_RETRY_HEADERS } : {});
+const failed = (message: string, permanent: boolean) =>
+  new ApiError('preview_failed', message, null, permanent ? { ...NO_RETRY_HEADERS } : {});
 
 /**
  * GET …/files/{fid}/pdf. A PDF is served as is. Anything else is converted once per principal and
@@ -38,27 +39,60 @@ export class PreviewsService {
   /** `isGone` tells a waiting request that its client hung up: it stops waiting. */
   async preview(principalId: string, containerId: string, fileId: string, isGone: () => boolean): Promise<Download> {
     const file = await this.containerFiles.get(principalId, containerId, fileId);
-    if (!this.config.PREVIEW_ENABLED) throw new ApiError('preview_unavailable', 'Previews are turned off on this server.');
+    if (!this.config.PREVIEW_ENABLED)
+      throw new ApiError('preview_unavailable', 'Previews are turned off on this server.');
     const type = previewTypeOf(file);
-    if (!type) throw failed(`No preview for this type of file (${file.contentType}); see GET /v1/limits for the formats that preview.`, true);
-    if (!(await this.converters.canConvert(type.kind))) throw new ApiError('preview_unavailable', `No converter for ${type.kind} documents is installed on this server.`);
+    if (!type)
+      throw failed(
+        `No preview for this type of file (${file.contentType}); see GET /v1/limits for the formats that preview.`,
+        true,
+      );
+    if (!(await this.converters.canConvert(type.kind)))
+      throw new ApiError('preview_unavailable', `No converter for ${type.kind} documents is installed on this server.`);
     const filename = pdfFilename(file.filename);
     if (type.kind === 'pdf') return this.downloads.of({ ...file, contentType: 'application/pdf', filename }, 'inline');
     const preview = await this.ready(principalId, file, previewFormatKey(type), isGone);
-    return this.downloads.of({ storageKey: preview.storageKey!, sha256: preview.pdfSha256!, bytes: preview.bytes!, contentType: 'application/pdf', filename }, 'inline');
+    return this.downloads.of(
+      {
+        storageKey: preview.storageKey!,
+        sha256: preview.pdfSha256!,
+        bytes: preview.bytes!,
+        contentType: 'application/pdf',
+        filename,
+      },
+      'inline',
+    );
   }
 
-  private async ready(principalId: string, file: ContainerFileRow, format: string, isGone: () => boolean): Promise<PreviewRow> {
+  private async ready(
+    principalId: string,
+    file: ContainerFileRow,
+    format: string,
+    isGone: () => boolean,
+  ): Promise<PreviewRow> {
     const source = { objectId: file.objectId, filename: file.filename, contentType: file.contentType };
-    let preview = await this.previews.findOrCreate(principalId, { sha256: file.sha256, format, version: PREVIEW_PIPELINE_VERSION }, source);
-    if (preview.status === 'FAILED' && !preview.permanent) preview = (await this.previews.retry(principalId, preview.id, preview.generation, source)) ?? preview;
+    let preview = await this.previews.findOrCreate(
+      principalId,
+      { sha256: file.sha256, format, version: PREVIEW_PIPELINE_VERSION },
+      source,
+    );
+    if (preview.status === 'FAILED' && !preview.permanent)
+      preview = (await this.previews.retry(principalId, preview.id, preview.generation, source)) ?? preview;
     if (preview.status === 'PENDING') {
       await this.jobs.add(JOB.convertPreview, [{ previewId: preview.id, generation: preview.generation }]);
       preview = await this.waitFor(principalId, preview, isGone);
     }
     if (preview.status === 'READY' && preview.storageKey) return preview;
-    if (preview.status === 'FAILED') throw failed(`The file could not be converted to PDF (${preview.errorCode}): ${preview.errorMessage}`, preview.permanent);
-    throw failed(`The preview did not finish within ${this.config.PREVIEW_TIMEOUT_MS} ms; it goes on in the background, so try again shortly.`, false);
+    if (preview.status === 'FAILED')
+      throw failed(
+        `The file could not be converted to PDF (${preview.errorCode}): ${preview.errorMessage}`,
+        preview.permanent,
+      );
+    throw failed(
+      `The preview did not finish within ${this.config.PREVIEW_TIMEOUT_MS} ms; ` +
+        'it goes on in the background, so try again shortly.',
+      false,
+    );
   }
 
   /** Polls the row until it leaves PENDING, the preview timeout passes, or the client goes away. */

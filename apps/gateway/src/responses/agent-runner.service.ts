@@ -46,7 +46,15 @@ export class AgentRunner {
       instructions: request.instructions,
       messages: request.parts.flatMap((part) => (part.kind === 'text' ? [{ role: part.role, text: part.text }] : [])),
       files: started.inputs.map((file) => this.inputFile(file)),
-      artifacts: { write: (file) => this.artifacts.write(principalId, response.containerId, { source: 'assistant', responseId: response.id }, file) },
+      artifacts: {
+        write: (file) =>
+          this.artifacts.write(
+            principalId,
+            response.containerId,
+            { source: 'assistant', responseId: response.id },
+            file,
+          ),
+      },
       taskToken: started.taskToken,
       deadline,
       signal,
@@ -54,17 +62,37 @@ export class AgentRunner {
     let finished: ResponseRow | null;
     try {
       const result = await untilDeadline(agent.run(task), signal, started.timeoutMs);
-      const citations = checkCitations(result.text, result.citations, await this.citedFilenames(principalId, response.containerId, result));
-      finished = await this.responses.finish(principalId, response.id, { status: 'completed', output: { message_id: newId('message'), text: result.text, citations } });
+      const citations = checkCitations(
+        result.text,
+        result.citations,
+        await this.citedFilenames(principalId, response.containerId, result),
+      );
+      finished = await this.responses.finish(principalId, response.id, {
+        status: 'completed',
+        output: { message_id: newId('message'), text: result.text, citations },
+      });
     } catch (error) {
       const failure = this.asFailure(error, response.id);
-      finished = await this.responses.finish(principalId, response.id, { status: 'failed', error: { code: failure.code, message: failure.message } });
+      finished = await this.responses.finish(principalId, response.id, {
+        status: 'failed',
+        error: { code: failure.code, message: failure.message },
+      });
     }
     // Ended already (its session was deleted meanwhile, or the sweep marked it interrupted): answer as it is.
     const outcome = finished ?? (await this.responses.findForOwner(principalId, response.id));
     if (!outcome) throw ApiError.notFound('response');
     timer(outcome.status);
-    this.logger.info({ responseId: response.id, sessionId: response.sessionId, agent: agent.name, status: outcome.status, error: outcome.error?.code, inputFiles: started.inputs.length }, 'response finished');
+    this.logger.info(
+      {
+        responseId: response.id,
+        sessionId: response.sessionId,
+        agent: agent.name,
+        status: outcome.status,
+        error: outcome.error?.code,
+        inputFiles: started.inputs.length,
+      },
+      'response finished',
+    );
     return outcome;
   }
 
@@ -79,7 +107,11 @@ export class AgentRunner {
     };
   }
 
-  private async citedFilenames(principalId: string, containerId: string, result: AgentResult): Promise<Map<string, string>> {
+  private async citedFilenames(
+    principalId: string,
+    containerId: string,
+    result: AgentResult,
+  ): Promise<Map<string, string>> {
     const ids = [...new Set(result.citations.map((citation) => citation.fileId))].filter((id) => isId('file', id));
     return this.containerFiles.filenamesInContainer(principalId, containerId, ids.slice(0, MAX_CITATIONS));
   }

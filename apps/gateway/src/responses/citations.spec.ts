@@ -6,7 +6,9 @@ const files = new Map([['file_a', 'report.md']]);
 
 describe('checkCitations', () => {
   it('keeps citations of container files inside the text, with their filenames', () => {
-    expect(checkCitations('see report.md', [{ fileId: 'file_a', startIndex: 4, endIndex: 13 }], files)).toEqual([{ file_id: 'file_a', filename: 'report.md', start_index: 4, end_index: 13 }]);
+    expect(checkCitations('see report.md', [{ fileId: 'file_a', startIndex: 4, endIndex: 13 }], files)).toEqual([
+      { file_id: 'file_a', filename: 'report.md', start_index: 4, end_index: 13 },
+    ]);
   });
 
   it.each([

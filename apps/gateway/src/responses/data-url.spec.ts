@@ -15,9 +15,15 @@ function rejection(value: unknown, max = 1024): ApiError {
 
 describe('decodeDataUrl', () => {
   it('decodes base64 data URLs with or without a media type and parameters', () => {
-    expect(decodeDataUrl('data:text/plain;base64,SGVsbG8=', 10, PARAM)).toEqual({ mediaType: 'text/plain', bytes: Buffer.from('Hello') });
+    expect(decodeDataUrl('data:text/plain;base64,SGVsbG8=', 10, PARAM)).toEqual({
+      mediaType: 'text/plain',
+      bytes: Buffer.from('Hello'),
+    });
     expect(decodeDataUrl('data:text/plain;charset=utf-8;base64,SGk=', 10, PARAM).bytes.toString()).toBe('Hi');
-    expect(decodeDataUrl('data:;base64,AAECAw==', 10, PARAM)).toEqual({ mediaType: '', bytes: Buffer.from([0, 1, 2, 3]) });
+    expect(decodeDataUrl('data:;base64,AAECAw==', 10, PARAM)).toEqual({
+      mediaType: '',
+      bytes: Buffer.from([0, 1, 2, 3]),
+    });
     expect(decodeDataUrl('data:application/octet-stream;base64,', 10, PARAM).bytes.length).toBe(0);
   });
 

@@ -19,11 +19,18 @@ export class ResponseInputs {
 
   /** Reads only: the session and every file_id must be the caller's, else 404 naming the field. */
   async checkReferences(principalId: string, request: ResponseRequest): Promise<void> {
-    if (request.sessionId !== null && !(isId('session', request.sessionId) && (await this.sessions.findForOwner(principalId, request.sessionId)))) {
+    if (
+      request.sessionId !== null &&
+      !(isId('session', request.sessionId) && (await this.sessions.findForOwner(principalId, request.sessionId)))
+    ) {
       throw ApiError.notFound('session', 'session_id');
     }
     for (const part of request.parts) {
-      if (part.kind === 'file_id' && !(isId('file', part.fileId) && (await this.files.findForOwner(principalId, part.fileId)))) throw ApiError.notFound('file', part.param);
+      if (
+        part.kind === 'file_id' &&
+        !(isId('file', part.fileId) && (await this.files.findForOwner(principalId, part.fileId)))
+      )
+        throw ApiError.notFound('file', part.param);
     }
   }
 
@@ -32,11 +39,18 @@ export class ResponseInputs {
     const parts = request.parts.filter((part): part is InlinePart => part.kind === 'inline');
     const staged: StagedObject[] = [];
     try {
-      for (const part of parts) staged.push(await this.stager.stage(principalId, Readable.from([part.bytes]), { maxBytes: this.config.UHP_MAX_FILE_BYTES, contentType: part.contentType }));
+      for (const part of parts)
+        staged.push(
+          await this.stager.stage(principalId, Readable.from([part.bytes]), {
+            maxBytes: this.config.UHP_MAX_FILE_BYTES,
+            contentType: part.contentType,
+          }),
+        );
       return staged;
     } catch (error) {
       await this.stager.discard(staged);
-      if (error instanceof ApiError && error.code === 'file_too_large') throw new ApiError('file_too_large', error.message, parts[staged.length]?.param ?? null);
+      if (error instanceof ApiError && error.code === 'file_too_large')
+        throw new ApiError('file_too_large', error.message, parts[staged.length]?.param ?? null);
       throw error;
     }
   }

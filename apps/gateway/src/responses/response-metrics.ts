@@ -16,7 +16,12 @@ export class ResponseMetrics {
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15, 60, 180],
       registers: [registry],
     });
-    this.total = new Counter({ name: 'uhp_responses_total', help: 'Responses by agent and final status', labelNames: ['agent', 'status'], registers: [registry] });
+    this.total = new Counter({
+      name: 'uhp_responses_total',
+      help: 'Responses by agent and final status',
+      labelNames: ['agent', 'status'],
+      registers: [registry],
+    });
   }
 
   start(agent: string): (status: string) => void {

@@ -1,7 +1,15 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ApiError, APP_CONFIG, type GatewayConfig } from '@app/common';
 import { isId, newId } from '@app/contracts';
-import { ResponseRepository, UnitOfWork, type FileRow, type ResponseRow, type SessionRow, type StagedObject, type Work } from '@app/db';
+import {
+  ResponseRepository,
+  UnitOfWork,
+  type FileRow,
+  type ResponseRow,
+  type SessionRow,
+  type StagedObject,
+  type Work,
+} from '@app/db';
 import { AgentRegistry } from '../agents/agent-registry';
 import { generateTaskToken, hashApiKey } from '../auth/api-key';
 import { createSession } from '../sessions/new-session';
@@ -27,14 +35,29 @@ export class ResponsesService {
   ) {}
 
   async create(principalId: string, body: unknown): Promise<ResponseRow> {
-    const request = parseResponseRequest(body, { maxInlineFileBytes: this.config.UHP_MAX_INLINE_FILE_BYTES, maxInputFiles: this.config.UHP_MAX_INPUT_FILES, agentNames: this.agents.names });
+    const request = parseResponseRequest(body, {
+      maxInlineFileBytes: this.config.UHP_MAX_INLINE_FILE_BYTES,
+      maxInputFiles: this.config.UHP_MAX_INPUT_FILES,
+      agentNames: this.agents.names,
+    });
     const agent = this.agents.pick(request.agent);
     await this.inputs.checkReferences(principalId, request);
     const staged = await this.inputs.stageInline(principalId, request);
     const taskToken = generateTaskToken();
     const deadline = new Date(Date.now() + this.config.AGENT_TIMEOUT_MS);
-    const { response, inputs } = await this.uow.run((work) => this.start(work, principalId, request, agent.name, staged, hashApiKey(taskToken), deadline), { staged });
-    return this.runner.run(agent, { principalId, response, request, inputs, taskToken, deadline, timeoutMs: this.config.AGENT_TIMEOUT_MS });
+    const { response, inputs } = await this.uow.run(
+      (work) => this.start(work, principalId, request, agent.name, staged, hashApiKey(taskToken), deadline),
+      { staged },
+    );
+    return this.runner.run(agent, {
+      principalId,
+      response,
+      request,
+      inputs,
+      taskToken,
+      deadline,
+      timeoutMs: this.config.AGENT_TIMEOUT_MS,
+    });
   }
 
   async get(principalId: string, id: string): Promise<ResponseRow> {
@@ -43,7 +66,15 @@ export class ResponsesService {
     return response;
   }
 
-  private async start(work: Work, principalId: string, request: ResponseRequest, agent: string, staged: StagedObject[], taskTokenHash: string, deadline: Date): Promise<{ response: ResponseRow; inputs: FileRow[] }> {
+  private async start(
+    work: Work,
+    principalId: string,
+    request: ResponseRequest,
+    agent: string,
+    staged: StagedObject[],
+    taskTokenHash: string,
+    deadline: Date,
+  ): Promise<{ response: ResponseRow; inputs: FileRow[] }> {
     const createdAt = new Date();
     const session = await this.sessionFor(work, principalId, request.sessionId);
     const inputs: FileRow[] = [];

@@ -7,12 +7,15 @@ const MAX_VALUE_LENGTH = 512;
 /** Metadata as OpenAI takes it: up to 16 string pairs, keys up to 64 and values up to 512 characters. */
 export function acceptMetadata(value: unknown, param = 'metadata'): Record<string, string> {
   if (value === undefined || value === null) return {};
-  if (typeof value !== 'object' || Array.isArray(value)) throw ApiError.invalid('metadata must be an object of strings.', param);
+  if (typeof value !== 'object' || Array.isArray(value))
+    throw ApiError.invalid('metadata must be an object of strings.', param);
   const entries = Object.entries(value as Record<string, unknown>);
   if (entries.length > MAX_KEYS) throw ApiError.invalid(`metadata holds at most ${MAX_KEYS} keys.`, param);
   for (const [key, item] of entries) {
-    if (key.length === 0 || key.length > MAX_KEY_LENGTH) throw ApiError.invalid(`metadata keys are 1 to ${MAX_KEY_LENGTH} characters.`, param);
-    if (typeof item !== 'string' || item.length > MAX_VALUE_LENGTH) throw ApiError.invalid(`metadata values are strings of at most ${MAX_VALUE_LENGTH} characters.`, param);
+    if (key.length === 0 || key.length > MAX_KEY_LENGTH)
+      throw ApiError.invalid(`metadata keys are 1 to ${MAX_KEY_LENGTH} characters.`, param);
+    if (typeof item !== 'string' || item.length > MAX_VALUE_LENGTH)
+      throw ApiError.invalid(`metadata values are strings of at most ${MAX_VALUE_LENGTH} characters.`, param);
   }
   return Object.fromEntries(entries) as Record<string, string>;
 }

@@ -39,14 +39,28 @@ export class SessionsController {
 
   /** Without `limit` the whole listing is streamed; with it, one page. */
   @Get(':id/files')
-  async files(@PrincipalId() principalId: string, @Param('id') id: string, @Query() query: Record<string, unknown>, @Res() res: Response) {
+  async files(
+    @PrincipalId() principalId: string,
+    @Param('id') id: string,
+    @Query() query: Record<string, unknown>,
+    @Res() res: Response,
+  ) {
     const { limit, after } = parseListQuery(query, { order: 'asc' });
-    const listing = await this.sessions.listing(principalId, id, { limit: query.limit === undefined ? undefined : limit, after });
+    const listing = await this.sessions.listing(principalId, id, {
+      limit: query.limit === undefined ? undefined : limit,
+      after,
+    });
     if (listing.kind === 'page') {
-      res.status(200).json({ object: 'list', files: listing.page.items.map(presentContainerFile), has_more: listing.page.hasMore });
+      res
+        .status(200)
+        .json({ object: 'list', files: listing.page.items.map(presentContainerFile), has_more: listing.page.hasMore });
       return;
     }
-    await this.writer.jsonStream(res, { head: '{"object":"list","files":[', items: mapAsync(listing.items, presentContainerFile), tail: '],"has_more":false}' });
+    await this.writer.jsonStream(res, {
+      head: '{"object":"list","files":[',
+      items: mapAsync(listing.items, presentContainerFile),
+      tail: '],"has_more":false}',
+    });
   }
 }
 

@@ -1,7 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ApiError } from '@app/common';
 import { isId } from '@app/contracts';
-import { ContainerFileRepository, SessionRepository, UnitOfWork, type ContainerFileListing, type Page, type SessionRow } from '@app/db';
+import {
+  ContainerFileRepository,
+  SessionRepository,
+  UnitOfWork,
+  type ContainerFileListing,
+  type Page,
+  type SessionRow,
+} from '@app/db';
 import type { ListQuery } from '../http/list-query';
 import { createSession } from './new-session';
 
@@ -9,7 +16,8 @@ import { createSession } from './new-session';
 const LISTING_BATCH = 500;
 
 /** A session's artifacts: one page when the caller asked for a limit, else all of them as a stream. */
-export type SessionListing = { kind: 'page'; page: Page<ContainerFileListing> } | { kind: 'all'; items: AsyncIterable<ContainerFileListing> };
+export type SessionListing =
+  { kind: 'page'; page: Page<ContainerFileListing> } | { kind: 'all'; items: AsyncIterable<ContainerFileListing> };
 
 @Injectable()
 export class SessionsService {
@@ -55,25 +63,44 @@ export class SessionsService {
    * Every artifact of the session, oldest first. With `limit`, one page; without, all of them, read in
    * keyset batches as the consumer asks for more, so 100,000 artifacts cost no more memory than 500.
    */
-  async listing(principalId: string, sessionId: string, paging: { limit?: number; after?: string }): Promise<SessionListing> {
+  async listing(
+    principalId: string,
+    sessionId: string,
+    paging: { limit?: number; after?: string },
+  ): Promise<SessionListing> {
     await this.get(principalId, sessionId);
     let afterSeq: bigint | undefined;
     if (paging.after) {
-      const seq = isId('file', paging.after) ? await this.containerFiles.cursorSeq(principalId, { sessionId }, paging.after) : null;
+      const seq = isId('file', paging.after)
+        ? await this.containerFiles.cursorSeq(principalId, { sessionId }, paging.after)
+        : null;
       if (seq === null) throw ApiError.invalid('after must be the id of an artifact of this session.', 'after');
       afterSeq = seq;
     }
-    if (paging.limit !== undefined) return { kind: 'page', page: await this.containerFiles.listSessionArtifacts(principalId, sessionId, afterSeq, paging.limit) };
+    if (paging.limit !== undefined)
+      return {
+        kind: 'page',
+        page: await this.containerFiles.listSessionArtifacts(principalId, sessionId, afterSeq, paging.limit),
+      };
     const first = await this.containerFiles.listSessionArtifacts(principalId, sessionId, afterSeq, LISTING_BATCH);
     return { kind: 'all', items: this.remaining(principalId, sessionId, first) };
   }
 
-  private async *remaining(principalId: string, sessionId: string, first: Page<ContainerFileListing>): AsyncIterable<ContainerFileListing> {
+  private async *remaining(
+    principalId: string,
+    sessionId: string,
+    first: Page<ContainerFileListing>,
+  ): AsyncIterable<ContainerFileListing> {
     let page = first;
     for (;;) {
       yield* page.items;
       if (!page.hasMore) return;
-      page = await this.containerFiles.listSessionArtifacts(principalId, sessionId, page.items.at(-1)!.seq, LISTING_BATCH);
+      page = await this.containerFiles.listSessionArtifacts(
+        principalId,
+        sessionId,
+        page.items.at(-1)!.seq,
+        LISTING_BATCH,
+      );
     }
   }
 }

@@ -23,7 +23,19 @@ describe('acceptFilename', () => {
     expect(truncateUtf8('a😀', 4)).toBe('a');
   });
 
-  it.each(['', '.', '..', 'dir/', 'a/..', 'tab\there.txt', 'nul\u0000.txt', 'del\u007f', 'c1\u0085.txt', 'evil\u202egnp.exe', 'iso\u2066.txt'])('rejects %j', (name) => {
+  it.each([
+    '',
+    '.',
+    '..',
+    'dir/',
+    'a/..',
+    'tab\there.txt',
+    'nul\u0000.txt',
+    'del\u007f',
+    'c1\u0085.txt',
+    'evil\u202egnp.exe',
+    'iso\u2066.txt',
+  ])('rejects %j', (name) => {
     expect(() => acceptFilename(name)).toThrow(expect.objectContaining({ code: 'invalid_filename', param: 'file' }));
   });
 

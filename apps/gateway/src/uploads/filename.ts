@@ -28,7 +28,11 @@ export function acceptFilename(raw: string | undefined | null, param = 'file'): 
   const lastSegment = given.slice(Math.max(given.lastIndexOf('/'), given.lastIndexOf('\\')) + 1);
   const name = truncateUtf8(lastSegment.normalize('NFC'), MAX_FILENAME_BYTES);
   if (name === '' || name === '.' || name === '..' || FORBIDDEN.test(name)) {
-    throw new ApiError('invalid_filename', 'The filename is empty, "." or "..", or holds a control or bidi character.', param);
+    throw new ApiError(
+      'invalid_filename',
+      'The filename is empty, "." or "..", or holds a control or bidi character.',
+      param,
+    );
   }
   return name;
 }

@@ -37,7 +37,12 @@ export class UploadReceiver {
   async receive(body: UploadBody, principalId: string, checkField: FieldCheck): Promise<ReceivedUpload> {
     let parser: busboy.Busboy;
     try {
-      parser = busboy({ headers: body.headers, defParamCharset: 'utf8', preservePath: true, limits: { fields: 100, fieldSize: 64 * 1024, parts: 200, headerPairs: 100 } });
+      parser = busboy({
+        headers: body.headers,
+        defParamCharset: 'utf8',
+        preservePath: true,
+        limits: { fields: 100, fieldSize: 64 * 1024, parts: 200, headerPairs: 100 },
+      });
     } catch {
       throw new ApiError('invalid_multipart', 'The body must be multipart/form-data with a boundary.');
     }
@@ -58,7 +63,11 @@ export class UploadReceiver {
       const stage = async (stream: Readable, info: busboy.FileInfo) => {
         const filename = acceptFilename(info.filename);
         const contentType = resolveContentType(info.mimeType, filename);
-        const staged = await this.stager.stage(principalId, stream, { maxBytes: this.config.UHP_MAX_FILE_BYTES, contentType, signal: cancel.signal });
+        const staged = await this.stager.stage(principalId, stream, {
+          maxBytes: this.config.UHP_MAX_FILE_BYTES,
+          contentType,
+          signal: cancel.signal,
+        });
         return { staged, filename, contentType };
       };
 

@@ -17,7 +17,9 @@ describe('MeteringTransform', () => {
 
   it('fails one byte past the cap', async () => {
     const meter = new MeteringTransform(10);
-    await expect(pipeline(Readable.from([Buffer.alloc(6), Buffer.alloc(5)]), meter, sink())).rejects.toBeInstanceOf(ObjectTooLargeError);
+    await expect(pipeline(Readable.from([Buffer.alloc(6), Buffer.alloc(5)]), meter, sink())).rejects.toBeInstanceOf(
+      ObjectTooLargeError,
+    );
   });
 
   it('accepts an empty object', async () => {

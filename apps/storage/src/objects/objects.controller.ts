@@ -17,7 +17,8 @@ export class ObjectsController {
   @Put(':key')
   async put(@Param('key') key: string, @Req() req: Request): Promise<StoredObjectReceipt> {
     const maxBytes = Number(req.headers[STORAGE_HEADER.maxBytes]);
-    if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) throw ApiError.invalid(`${STORAGE_HEADER.maxBytes} must be a byte count`);
+    if (!Number.isSafeInteger(maxBytes) || maxBytes < 0)
+      throw ApiError.invalid(`${STORAGE_HEADER.maxBytes} must be a byte count`);
     const contentType = req.headers[STORAGE_HEADER.contentType];
     return this.objects.put(checkedKey(key), req, maxBytes, typeof contentType === 'string' ? contentType : undefined);
   }

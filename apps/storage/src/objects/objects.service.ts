@@ -40,7 +40,12 @@ export class ObjectsService implements OnModuleInit, OnModuleDestroy {
     return done;
   }
 
-  private async putNow(key: string, body: Readable, maxBytes: number, contentType?: string): Promise<StoredObjectReceipt> {
+  private async putNow(
+    key: string,
+    body: Readable,
+    maxBytes: number,
+    contentType?: string,
+  ): Promise<StoredObjectReceipt> {
     const cap = Math.min(maxBytes, Math.max(this.config.UHP_MAX_FILE_BYTES, this.config.ARCHIVE_MAX_BYTES));
     const meter = new MeteringTransform(cap);
     const upload = this.s3.upload(key, meter, cap, contentType);
@@ -81,7 +86,10 @@ export class ObjectsService implements OnModuleInit, OnModuleDestroy {
     // lib-storage aborts its multipart upload before done() rejects; this also catches the window where
     // the input failed after the last part and the object was completed anyway.
     await this.removeLeftovers(key);
-    const cause = firstFailure === 'upload' || inputResult.status === 'fulfilled' ? (uploadResult as PromiseRejectedResult).reason : inputResult.reason;
+    const cause =
+      firstFailure === 'upload' || inputResult.status === 'fulfilled'
+        ? (uploadResult as PromiseRejectedResult).reason
+        : inputResult.reason;
     if (cause instanceof ObjectTooLargeError) {
       this.logger.info({ key, maxBytes: cap }, 'upload over its byte cap aborted');
       throw new ApiError('file_too_large', `The object is larger than ${cap} bytes.`);
@@ -104,13 +112,18 @@ export class ObjectsService implements OnModuleInit, OnModuleDestroy {
   }
 
   /** Streams the object (or `range`) into `sink` after `onStart` has set the response headers. */
-  async read(key: string, range: string | undefined, onStart: (length: number, contentRange?: string) => Writable): Promise<void> {
+  async read(
+    key: string,
+    range: string | undefined,
+    onStart: (length: number, contentRange?: string) => Writable,
+  ): Promise<void> {
     let object;
     try {
       object = await this.s3.read(key, range);
     } catch (error) {
       if (error instanceof ObjectMissingError) throw ApiError.notFound('object');
-      if (error instanceof RangeNotSatisfiableError) throw new ApiError('range_not_satisfiable', 'Range not satisfiable.');
+      if (error instanceof RangeNotSatisfiableError)
+        throw new ApiError('range_not_satisfiable', 'Range not satisfiable.');
       this.logger.error({ key, err: error }, 'S3 read failed');
       throw new ApiError('service_unavailable', 'Object storage failed; try again.');
     }

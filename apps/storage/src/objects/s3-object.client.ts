@@ -58,10 +58,16 @@ export class S3ObjectClient {
   async read(key: string, range?: string): Promise<ObjectRead> {
     try {
       const out = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: range }));
-      return { body: out.Body as Readable, contentLength: Number(out.ContentLength ?? 0), contentRange: out.ContentRange };
+      return {
+        body: out.Body as Readable,
+        contentLength: Number(out.ContentLength ?? 0),
+        contentRange: out.ContentRange,
+      };
     } catch (error) {
-      if (error instanceof S3ServiceException && (error.name === 'NoSuchKey' || error.$metadata.httpStatusCode === 404)) throw new ObjectMissingError(key);
-      if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 416) throw new RangeNotSatisfiableError(range);
+      if (error instanceof S3ServiceException && (error.name === 'NoSuchKey' || error.$metadata.httpStatusCode === 404))
+        throw new ObjectMissingError(key);
+      if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 416)
+        throw new RangeNotSatisfiableError(range);
       throw error;
     }
   }
@@ -76,10 +82,19 @@ export class S3ObjectClient {
     let keyMarker: string | undefined;
     let uploadIdMarker: string | undefined;
     for (;;) {
-      const page = await this.s3.send(new ListMultipartUploadsCommand({ Bucket: this.bucket, Prefix: prefix, KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker }));
+      const page = await this.s3.send(
+        new ListMultipartUploadsCommand({
+          Bucket: this.bucket,
+          Prefix: prefix,
+          KeyMarker: keyMarker,
+          UploadIdMarker: uploadIdMarker,
+        }),
+      );
       for (const upload of page.Uploads ?? []) {
         if (before && upload.Initiated && upload.Initiated >= before) continue;
-        await this.s3.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: upload.Key, UploadId: upload.UploadId }));
+        await this.s3.send(
+          new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: upload.Key, UploadId: upload.UploadId }),
+        );
         aborted++;
       }
       if (!page.IsTruncated) return aborted;

@@ -26,10 +26,19 @@ export class ArchiveArtifacts {
     const names = new EntryNameAllocator();
     let afterSeq: bigint | undefined;
     for (;;) {
-      const page = await this.containerFiles.listSessionArtifactObjects(archive.principalId, archive.sessionId, afterSeq, ARTIFACT_BATCH);
+      const page = await this.containerFiles.listSessionArtifactObjects(
+        archive.principalId,
+        archive.sessionId,
+        afterSeq,
+        ARTIFACT_BATCH,
+      );
       for (const file of page.items) {
         hasher.add(file);
-        zip.add({ name: names.allocate(file.filename), options: zipEntryOptions(file), open: async () => (await this.store.get(file.storageKey)).body });
+        zip.add({
+          name: names.allocate(file.filename),
+          options: zipEntryOptions(file),
+          open: async () => (await this.store.get(file.storageKey)).body,
+        });
       }
       if (!page.hasMore) return hasher.digest();
       afterSeq = page.items.at(-1)!.seq;
@@ -41,7 +50,12 @@ export class ArchiveArtifacts {
     const hasher = new ManifestHasher();
     let afterSeq: bigint | undefined;
     for (;;) {
-      const page = await this.containerFiles.listSessionArtifacts(archive.principalId, archive.sessionId, afterSeq, ARTIFACT_BATCH);
+      const page = await this.containerFiles.listSessionArtifacts(
+        archive.principalId,
+        archive.sessionId,
+        afterSeq,
+        ARTIFACT_BATCH,
+      );
       for (const file of page.items) hasher.add(file);
       if (!page.hasMore) return hasher.digest();
       afterSeq = page.items.at(-1)!.seq;

@@ -45,14 +45,17 @@ export class ArchiveBuildService {
 
     const progress: Progress = { filesDone: 0, bytesDone: 0 };
     const reporter = setInterval(() => {
-      this.archives.reportProgress(archive.principalId, archive.id, progress.filesDone, progress.bytesDone).catch((error) => this.logger.warn({ err: error, archiveId }, 'could not record archive progress'));
+      this.archives
+        .reportProgress(archive.principalId, archive.id, progress.filesDone, progress.bytesDone)
+        .catch((error) => this.logger.warn({ err: error, archiveId }, 'could not record archive progress'));
     }, PROGRESS_INTERVAL_MS);
     let built: { manifest: Manifest; zip: StagedObject };
     try {
       built = await this.writeZip(archive, progress);
     } catch (error) {
       // An artifact deleted mid-build (its object purged under us) changes the manifest: not worth a retry.
-      if ((await this.artifacts.currentManifest(archive)).hash !== archive.manifestHash) return this.superseded(archive);
+      if ((await this.artifacts.currentManifest(archive)).hash !== archive.manifestHash)
+        return this.superseded(archive);
       throw error;
     } finally {
       clearInterval(reporter);
@@ -73,7 +76,11 @@ export class ArchiveBuildService {
       },
       { staged: [built.zip] },
     );
-    if (outcome === 'built') this.logger.info({ archiveId, sessionId: archive.sessionId, files: progress.filesDone, bytes: built.zip.bytes }, 'archive built');
+    if (outcome === 'built')
+      this.logger.info(
+        { archiveId, sessionId: archive.sessionId, files: progress.filesDone, bytes: built.zip.bytes },
+        'archive built',
+      );
     return outcome;
   }
 
@@ -89,9 +96,18 @@ export class ArchiveBuildService {
   }
 
   /** The ZIP streams into a staged object while the entries are added; a failure on either side discards it. */
-  private async writeZip(archive: ArchiveBuild, progress: Progress): Promise<{ manifest: Manifest; zip: StagedObject }> {
-    const zip = this.zipWriter.open({ onBytes: (count) => (progress.bytesDone += count), onEntryDone: () => (progress.filesDone += 1) });
-    const staging = this.stager.stage(archive.principalId, zip.output, { maxBytes: this.config.ARCHIVE_MAX_BYTES, contentType: 'application/zip' });
+  private async writeZip(
+    archive: ArchiveBuild,
+    progress: Progress,
+  ): Promise<{ manifest: Manifest; zip: StagedObject }> {
+    const zip = this.zipWriter.open({
+      onBytes: (count) => (progress.bytesDone += count),
+      onEntryDone: () => (progress.filesDone += 1),
+    });
+    const staging = this.stager.stage(archive.principalId, zip.output, {
+      maxBytes: this.config.ARCHIVE_MAX_BYTES,
+      contentType: 'application/zip',
+    });
     let manifest: Manifest;
     try {
       manifest = await this.artifacts.addAll(archive, zip);

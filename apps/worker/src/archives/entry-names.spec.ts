@@ -96,7 +96,12 @@ describe('safeEntryName', () => {
 describe('EntryNameAllocator', () => {
   it('numbers duplicates "name (2).ext", "name (3).ext" in order', () => {
     const names = new EntryNameAllocator();
-    expect(['a.txt', 'a.txt', 'a.txt', 'b'].map((n) => names.allocate(n))).toEqual(['a.txt', 'a (2).txt', 'a (3).txt', 'b']);
+    expect(['a.txt', 'a.txt', 'a.txt', 'b'].map((n) => names.allocate(n))).toEqual([
+      'a.txt',
+      'a (2).txt',
+      'a (3).txt',
+      'b',
+    ]);
     expect(names.allocate('b')).toBe('b (2)');
   });
 
@@ -112,7 +117,11 @@ describe('EntryNameAllocator', () => {
     const first = new EntryNameAllocator();
     expect(['a.txt', 'a (2).txt', 'a.txt'].map((n) => first.allocate(n))).toEqual(['a.txt', 'a (2).txt', 'a (3).txt']);
     const second = new EntryNameAllocator();
-    expect(['a.txt', 'a.txt', 'a (2).txt'].map((n) => second.allocate(n))).toEqual(['a.txt', 'a (2).txt', 'a (2) (2).txt']);
+    expect(['a.txt', 'a.txt', 'a (2).txt'].map((n) => second.allocate(n))).toEqual([
+      'a.txt',
+      'a (2).txt',
+      'a (2) (2).txt',
+    ]);
   });
 
   it('keeps numbered long names within 255 bytes with the extension', () => {

@@ -47,7 +47,8 @@ function fit(stem: string, suffix: string, extension: string): string {
 }
 
 /** Windows drops trailing dots and spaces, so `a.` and `a` would land on one file; `..x` reads as a parent. */
-const guardDots = (name: string) => name.replace(/^\.{2,}/u, (dots) => '_'.repeat(dots.length)).replace(/[. ]+$/u, (tail) => '_'.repeat(tail.length));
+const guardDots = (name: string) =>
+  name.replace(/^\.{2,}/u, (dots) => '_'.repeat(dots.length)).replace(/[. ]+$/u, (tail) => '_'.repeat(tail.length));
 
 /**
  * One safe relative entry name for one filename: a single path segment with no separator, `..`,

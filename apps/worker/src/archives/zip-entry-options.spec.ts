@@ -34,7 +34,14 @@ describe('isCompressible', () => {
 describe('zipEntryOptions', () => {
   it('deflates text, stores the rest, with the artifact time, a plain file mode and the size', () => {
     const createdAt = new Date('2026-12-02T10:00:00Z');
-    expect(zipEntryOptions({ filename: 'r.md', contentType: 'text/markdown', bytes: 12n, createdAt })).toEqual({ compressionLevel: DEFLATE_LEVEL, mtime: createdAt, mode: 0o100644, size: 12 });
-    expect(zipEntryOptions({ filename: 'p.png', contentType: 'image/png', bytes: 5_000_000_000n, createdAt })).toMatchObject({ compressionLevel: 0, size: 5_000_000_000 });
+    expect(zipEntryOptions({ filename: 'r.md', contentType: 'text/markdown', bytes: 12n, createdAt })).toEqual({
+      compressionLevel: DEFLATE_LEVEL,
+      mtime: createdAt,
+      mode: 0o100644,
+      size: 12,
+    });
+    expect(
+      zipEntryOptions({ filename: 'p.png', contentType: 'image/png', bytes: 5_000_000_000n, createdAt }),
+    ).toMatchObject({ compressionLevel: 0, size: 5_000_000_000 });
   });
 });

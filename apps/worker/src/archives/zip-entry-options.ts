@@ -13,14 +13,53 @@ const FILE_MODE = 0o100644;
  * nothing. */
 const COMPRESSIBLE = [
   /^text\//,
-  /^application\/(json|xml|javascript|ecmascript|x-javascript|x-sh|x-csh|sql|rtf|x-yaml|yaml|toml|x-toml|x-ndjson|ndjson|jsonl|x-tex|x-latex|postscript|x-tar|x-ipynb\+json|graphql|x-httpd-php|x-python|x-perl|x-ruby)$/,
+  new RegExp(
+    '^application/(json|xml|javascript|ecmascript|x-javascript|x-sh|x-csh|sql|rtf|x-yaml|yaml|toml|x-toml|' +
+      'x-ndjson|ndjson|jsonl|x-tex|x-latex|postscript|x-tar|x-ipynb\\+json|graphql|x-httpd-php|' +
+      'x-python|x-perl|x-ruby)$',
+  ),
   /^application\/[\w.+-]+\+(json|xml)$/,
   /^image\/(svg\+xml|bmp|x-ms-bmp|x-portable-\w+|tiff)$/,
   /^audio\/(wav|x-wav|wave)$/,
 ];
 
 /** Source and config files that mime-types does not know (or, for .ts, takes for MPEG-TS video). */
-const TEXT_EXTENSIONS = new Set(['py', 'ts', 'tsx', 'jsx', 'mjs', 'cjs', 'go', 'rs', 'java', 'kt', 'scala', 'swift', 'c', 'h', 'cc', 'cpp', 'hpp', 'cs', 'rb', 'php', 'pl', 'lua', 'r', 'sql', 'ini', 'cfg', 'conf', 'env', 'tf', 'log', 'tsv', 'proto', 'gradle', 'dockerfile']);
+const TEXT_EXTENSIONS = new Set([
+  'py',
+  'ts',
+  'tsx',
+  'jsx',
+  'mjs',
+  'cjs',
+  'go',
+  'rs',
+  'java',
+  'kt',
+  'scala',
+  'swift',
+  'c',
+  'h',
+  'cc',
+  'cpp',
+  'hpp',
+  'cs',
+  'rb',
+  'php',
+  'pl',
+  'lua',
+  'r',
+  'sql',
+  'ini',
+  'cfg',
+  'conf',
+  'env',
+  'tf',
+  'log',
+  'tsv',
+  'proto',
+  'gradle',
+  'dockerfile',
+]);
 
 /** The type to judge by: the artifact's own, or from its extension when it says only "bytes". */
 function effectiveType(contentType: string, filename: string): string {
@@ -31,7 +70,11 @@ function effectiveType(contentType: string, filename: string): string {
 
 export function isCompressible(contentType: string, filename: string): boolean {
   const extension = filename.includes('.') ? filename.slice(filename.lastIndexOf('.') + 1).toLowerCase() : '';
-  if (TEXT_EXTENSIONS.has(extension) && /^(application\/octet-stream|video\/mp2t|text\/.*)?$/.test(contentType.split(';')[0]!.trim().toLowerCase())) return true;
+  if (
+    TEXT_EXTENSIONS.has(extension) &&
+    /^(application\/octet-stream|video\/mp2t|text\/.*)?$/.test(contentType.split(';')[0]!.trim().toLowerCase())
+  )
+    return true;
   const type = effectiveType(contentType, filename);
   return COMPRESSIBLE.some((pattern) => pattern.test(type));
 }
@@ -45,8 +88,16 @@ export interface ZipEntryOptions {
   size: number;
 }
 
-/** How one artifact goes into the ZIP. Its creation time is the entry's time, so one manifest always gives the same bytes. */
-export function zipEntryOptions(artifact: { filename: string; contentType: string; bytes: bigint | number; createdAt: Date }): ZipEntryOptions {
+/**
+ * How one artifact goes into the ZIP. Its creation time is the entry's time, so one manifest always gives the same
+ * bytes.
+ */
+export function zipEntryOptions(artifact: {
+  filename: string;
+  contentType: string;
+  bytes: bigint | number;
+  createdAt: Date;
+}): ZipEntryOptions {
   return {
     compressionLevel: isCompressible(artifact.contentType, artifact.filename) ? DEFLATE_LEVEL : 0,
     mtime: artifact.createdAt,

@@ -3,7 +3,12 @@ import { describe, expect, it } from 'vitest';
 import { centralDirectory } from '../../../../test/support/zip';
 import { ZipWriter } from './zip-writer';
 
-const options = (size: number, compressionLevel = 0) => ({ compressionLevel, mtime: new Date('2026-01-01T00:00:00Z'), mode: 0o100644, size });
+const options = (size: number, compressionLevel = 0) => ({
+  compressionLevel,
+  mtime: new Date('2026-01-01T00:00:00Z'),
+  mode: 0o100644,
+  size,
+});
 
 async function collect(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -17,7 +22,10 @@ describe('ZipStream', () => {
     let maxOpen = 0;
     const opened: number[] = [];
     const progress = { bytes: 0, files: 0 };
-    const zip = new ZipWriter().open({ onBytes: (n) => (progress.bytes += n), onEntryDone: () => (progress.files += 1) });
+    const zip = new ZipWriter().open({
+      onBytes: (n) => (progress.bytes += n),
+      onEntryDone: () => (progress.files += 1),
+    });
     const datas = [Buffer.alloc(70_000, 1), Buffer.from('text '.repeat(1000)), Buffer.alloc(0), Buffer.alloc(10, 3)];
     datas.forEach((data, i) =>
       zip.add({
@@ -36,7 +44,12 @@ describe('ZipStream', () => {
     zip.end();
     const out = await collect(zip.output);
     const entries = centralDirectory(out);
-    expect(entries.map((e) => [e.name, e.method, e.size])).toEqual([['f0.bin', 0, 70_000], ['ünï.txt', 8, 5000], ['f2.bin', 0, 0], ['f3.bin', 0, 10]]);
+    expect(entries.map((e) => [e.name, e.method, e.size])).toEqual([
+      ['f0.bin', 0, 70_000],
+      ['ünï.txt', 8, 5000],
+      ['f2.bin', 0, 0],
+      ['f3.bin', 0, 10],
+    ]);
     expect(entries.every((e) => e.utf8Flag)).toBe(true);
     expect(opened).toEqual([0, 1, 2, 3]);
     expect(maxOpen).toBeLessThanOrEqual(2);
@@ -53,7 +66,16 @@ describe('ZipStream', () => {
 
   it('fails the output when a source breaks, or holds fewer bytes than its size', async () => {
     const broken = new ZipWriter().open();
-    broken.add({ name: 'a.bin', options: options(100), open: async () => new Readable({ read() { this.destroy(new Error('connection reset')); } }) });
+    broken.add({
+      name: 'a.bin',
+      options: options(100),
+      open: async () =>
+        new Readable({
+          read() {
+            this.destroy(new Error('connection reset'));
+          },
+        }),
+    });
     broken.end();
     await expect(collect(broken.output)).rejects.toThrow('connection reset');
 
@@ -63,7 +85,13 @@ describe('ZipStream', () => {
     await expect(collect(short.output)).rejects.toThrow(/unexpected number of bytes/);
 
     const unopenable = new ZipWriter().open();
-    unopenable.add({ name: 'c.bin', options: options(1), open: async () => { throw new Error('storage 404'); } });
+    unopenable.add({
+      name: 'c.bin',
+      options: options(1),
+      open: async () => {
+        throw new Error('storage 404');
+      },
+    });
     unopenable.end();
     await expect(collect(unopenable.output)).rejects.toThrow('storage 404');
   });

@@ -46,7 +46,8 @@ export class ZipStream {
       source.then(
         (stream) => {
           done(null, stream);
-          // Counted only once yazl has piped it: a 'data' listener on a paused look-ahead would start it flowing into nowhere.
+          // Counted only once yazl has piped it: a 'data' listener on a paused look-ahead would start it flowing into
+          // nowhere.
           if (this.progress) {
             const progress = this.progress;
             stream.on('data', (chunk: Buffer) => progress.onBytes(chunk.length));

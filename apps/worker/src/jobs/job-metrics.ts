@@ -14,7 +14,12 @@ export class JobMetrics {
   private readonly jobs: Counter<'job' | 'outcome'>;
 
   constructor(@Inject(METRICS_REGISTRY) registry: Registry, @Inject(JobBus) bus: JobBus) {
-    this.jobs = new Counter({ name: 'uhp_worker_jobs_total', help: 'Jobs handled by name and outcome', labelNames: ['job', 'outcome'] as const, registers: [registry] });
+    this.jobs = new Counter({
+      name: 'uhp_worker_jobs_total',
+      help: 'Jobs handled by name and outcome',
+      labelNames: ['job', 'outcome'] as const,
+      registers: [registry],
+    });
     new Gauge({
       name: 'uhp_queue_jobs',
       help: 'Jobs in each queue by state',

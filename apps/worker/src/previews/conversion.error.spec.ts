@@ -3,8 +3,10 @@ import { CONVERSION_FAILURES, ConversionError, toConversionError } from './conve
 
 describe('ConversionError', () => {
   it('document faults are permanent; converter faults are transient', () => {
-    for (const failure of ['unsupported_type', 'corrupt_document', 'too_large', 'invalid_output'] as const) expect(new ConversionError(failure, 'x').isPermanent).toBe(true);
-    for (const failure of ['timeout', 'process_crashed', 'unavailable', 'aborted'] as const) expect(new ConversionError(failure, 'x').isPermanent).toBe(false);
+    for (const failure of ['unsupported_type', 'corrupt_document', 'too_large', 'invalid_output'] as const)
+      expect(new ConversionError(failure, 'x').isPermanent).toBe(true);
+    for (const failure of ['timeout', 'process_crashed', 'unavailable', 'aborted'] as const)
+      expect(new ConversionError(failure, 'x').isPermanent).toBe(false);
     expect(Object.keys(CONVERSION_FAILURES)).toHaveLength(8);
   });
 

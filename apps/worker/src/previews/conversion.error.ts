@@ -38,7 +38,10 @@ export class ConversionError extends Error {
   }
 }
 
-/** Anything thrown out of a converter, as a ConversionError: unknown errors count as transient (a bug or a crash, not the document's fault). */
+/**
+ * Anything thrown out of a converter, as a ConversionError: unknown errors count as transient (a bug or a crash, not
+ * the document's fault).
+ */
 export function toConversionError(error: unknown, signal?: AbortSignal): ConversionError {
   if (error instanceof ConversionError) return error;
   if (signal?.aborted) return new ConversionError('aborted', 'conversion aborted', { cause: error });

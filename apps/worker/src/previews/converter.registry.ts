@@ -21,7 +21,8 @@ export class ConverterRegistry {
 
   async convert(input: ConversionInput, output: ConversionOutput, signal: AbortSignal): Promise<PdfConverter> {
     const converter = this.select(input);
-    if (!converter) throw new ConversionError('unsupported_type', `no preview for ${input.filename} (${input.contentType})`);
+    if (!converter)
+      throw new ConversionError('unsupported_type', `no preview for ${input.filename} (${input.contentType})`);
     await converter.convert(input, output, signal);
     return converter;
   }
@@ -59,7 +60,16 @@ export async function createPreviewConverters(overrides: PreviewConverterOverrid
   const options = resolvePreviewOptions(overrides);
   await mkdir(join(options.workDir, 'scratch'), { recursive: true, mode: 0o700 });
   const runner = new ProcessRunner();
-  const validator = new PdfValidator(runner, options.qpdfPath, { isolateNetwork: options.isolateNetwork, addressSpaceBytes: 1024 * 1024 * 1024, maxFileBytes: options.maxOutputBytes }, join(options.workDir, 'scratch'));
+  const validator = new PdfValidator(
+    runner,
+    options.qpdfPath,
+    {
+      isolateNetwork: options.isolateNetwork,
+      addressSpaceBytes: 1024 * 1024 * 1024,
+      maxFileBytes: options.maxOutputBytes,
+    },
+    join(options.workDir, 'scratch'),
+  );
   const office = new OfficeConverter(options, runner, validator);
   const chromium = new ChromiumConverter(options, validator);
   const image = new ImageConverter(options);

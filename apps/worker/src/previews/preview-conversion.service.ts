@@ -36,7 +36,8 @@ export class PreviewConversionService {
     const row = await this.previews.findForJob(previewId);
     if (!row || row.status !== 'PENDING') return 'skipped';
     const registry = await this.converters.get();
-    const converterName = registry.select({ contentType: row.sourceContentType, filename: row.sourceFilename })?.name ?? 'none';
+    const converterName =
+      registry.select({ contentType: row.sourceContentType, filename: row.sourceFilename })?.name ?? 'none';
     const done = this.metrics.start();
     await mkdir(this.converters.jobsDir, { recursive: true, mode: 0o700 });
     const dir = await mkdtemp(join(this.converters.jobsDir, 'job-'));
@@ -44,11 +45,23 @@ export class PreviewConversionService {
       const input = join(dir, 'source');
       const output = join(dir, 'preview.pdf');
       await this.sources.fetch(row.sourceObjectId, input);
-      const converter = await registry.convert({ path: input, filename: row.sourceFilename, contentType: row.sourceContentType }, { path: output }, AbortSignal.timeout(this.converters.jobTimeoutMs));
-      const pdf = await this.stager.stage(row.principalId, createReadStream(output), { maxBytes: MAX_PDF_BYTES, contentType: 'application/pdf' });
+      const converter = await registry.convert(
+        { path: input, filename: row.sourceFilename, contentType: row.sourceContentType },
+        { path: output },
+        AbortSignal.timeout(this.converters.jobTimeoutMs),
+      );
+      const pdf = await this.stager.stage(row.principalId, createReadStream(output), {
+        maxBytes: MAX_PDF_BYTES,
+        contentType: 'application/pdf',
+      });
       const recorded = await this.uow.run(
         async (work) => {
-          const kept = await work.previews.markReady(row.id, row.generation, { objectId: pdf.id, bytes: pdf.bytes, sha256: pdf.sha256, converter: converter.name });
+          const kept = await work.previews.markReady(row.id, row.generation, {
+            objectId: pdf.id,
+            bytes: pdf.bytes,
+            sha256: pdf.sha256,
+            converter: converter.name,
+          });
           if (kept) await work.adopt(pdf);
           return kept;
         },
@@ -69,6 +82,10 @@ export class PreviewConversionService {
 
   /** Records the final failure so waiting gateways answer 502 with the reason. */
   async fail(previewId: string, generation: number, error: ConversionError): Promise<void> {
-    await this.previews.markFailed(previewId, generation, { code: error.failure, message: error.message, permanent: error.isPermanent });
+    await this.previews.markFailed(previewId, generation, {
+      code: error.failure,
+      message: error.message,
+      permanent: error.isPermanent,
+    });
   }
 }

@@ -50,7 +50,11 @@ export class PreviewConverters implements OnApplicationBootstrap, OnModuleDestro
       workDir: join(this.workDir, 'converters'),
       timeoutMs: this.config.PREVIEW_CONVERSION_TIMEOUT_MS,
       isolateNetwork: this.config.PREVIEW_ISOLATE_NETWORK,
-      office: { poolSize: this.config.PREVIEW_OFFICE_POOL_SIZE, maxConversionsPerProcess: this.config.PREVIEW_OFFICE_MAX_CONVERSIONS, addressSpaceBytes: this.config.PREVIEW_OFFICE_MEMORY_BYTES },
+      office: {
+        poolSize: this.config.PREVIEW_OFFICE_POOL_SIZE,
+        maxConversionsPerProcess: this.config.PREVIEW_OFFICE_MAX_CONVERSIONS,
+        addressSpaceBytes: this.config.PREVIEW_OFFICE_MEMORY_BYTES,
+      },
     }).then((converters) => converters.registry);
     return this.registry;
   }
@@ -81,7 +85,13 @@ export class PreviewConverters implements OnApplicationBootstrap, OnModuleDestro
       const availability = await (await this.get()).availability();
       const changed = JSON.stringify(availability) !== JSON.stringify(this.lastAvailability);
       this.lastAvailability = availability;
-      await this.statuses.save(Object.entries(availability).map(([name, state]) => ({ name, available: state.ok, reason: state.reason ?? null })));
+      await this.statuses.save(
+        Object.entries(availability).map(([name, state]) => ({
+          name,
+          available: state.ok,
+          reason: state.reason ?? null,
+        })),
+      );
       this.checked = true;
       if (changed) this.logger.info({ converters: availability }, 'preview converters checked');
     } catch (error) {

@@ -11,12 +11,17 @@ export class PreviewMetrics {
   constructor(@Inject(METRICS_REGISTRY) registry: Registry) {
     this.seconds = new Histogram({
       name: 'uhp_preview_conversion_seconds',
-      help: 'Time of one conversion (download of the source, conversion, check, upload of the PDF) by converter and outcome',
+      help: 'Time of one conversion (source download, conversion, check, PDF upload) by converter and outcome',
       labelNames: ['converter', 'outcome'],
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60],
       registers: [registry],
     });
-    this.conversions = new Counter({ name: 'uhp_preview_conversions_total', help: 'Conversions by converter and outcome (ok, or the failure)', labelNames: ['converter', 'outcome'], registers: [registry] });
+    this.conversions = new Counter({
+      name: 'uhp_preview_conversions_total',
+      help: 'Conversions by converter and outcome (ok, or the failure)',
+      labelNames: ['converter', 'outcome'],
+      registers: [registry],
+    });
   }
 
   start(): (converter: string, outcome: string) => void {

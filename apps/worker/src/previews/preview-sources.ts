@@ -16,7 +16,8 @@ export class PreviewSources {
   /** Streams the source into a private file; a source deleted meanwhile is a permanent failure. */
   async fetch(objectId: string, path: string): Promise<void> {
     const source = await this.objects.find(objectId);
-    if (!source || source.status !== 'READY') throw new ConversionError('corrupt_document', 'the source file was deleted before it could be converted');
+    if (!source || source.status !== 'READY')
+      throw new ConversionError('corrupt_document', 'the source file was deleted before it could be converted');
     const object = await this.store.get(source.storageKey);
     await pipeline(object.body, createWriteStream(path, { mode: 0o600 }));
   }

@@ -21,7 +21,16 @@ export class PreviewProcessor extends WorkerHost implements OnApplicationBootstr
         const failure = toConversionError(error);
         const lastAttempt = failure.isPermanent || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
         if (lastAttempt) await this.conversions.fail(previewId, generation, failure);
-        this.logger.warn({ previewId, failure: failure.failure, permanent: failure.isPermanent, attempt: job.attemptsMade + 1, message: failure.message }, 'preview conversion failed');
+        this.logger.warn(
+          {
+            previewId,
+            failure: failure.failure,
+            permanent: failure.isPermanent,
+            attempt: job.attemptsMade + 1,
+            message: failure.message,
+          },
+          'preview conversion failed',
+        );
         throw failure.isPermanent ? new UnrecoverableError(failure.message) : failure;
       }
     },

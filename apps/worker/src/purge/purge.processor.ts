@@ -13,7 +13,10 @@ export class PurgeProcessor extends WorkerHost implements OnApplicationBootstrap
   private readonly handlers: JobHandlers<typeof QUEUE.purge> = {
     [JOB.purgeObject]: async ({ objectId }, job) => this.counted(job, await this.purge.purgeObject(objectId)),
     [JOB.sweep]: async (_payload, job) => {
-      const result = await this.sweeper.sweep({ staleUploadSeconds: this.config.STALE_UPLOAD_SECONDS, deletedRowRetentionSeconds: this.config.TOMBSTONE_RETENTION_SECONDS });
+      const result = await this.sweeper.sweep({
+        staleUploadSeconds: this.config.STALE_UPLOAD_SECONDS,
+        deletedRowRetentionSeconds: this.config.TOMBSTONE_RETENTION_SECONDS,
+      });
       this.counted(job, 'done');
       return result;
     },

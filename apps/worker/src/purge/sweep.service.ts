@@ -64,8 +64,18 @@ export class SweepService {
       await work.release(objectIds);
       return objectIds.length;
     });
-    const pruned = await this.maintenance.pruneDeletedRows(new Date(Date.now() - settings.deletedRowRetentionSeconds * 1000));
-    const result = { expired, requeued: lost.length, reclaimed: reclaimed.length, interrupted, previews, archives, pruned };
+    const pruned = await this.maintenance.pruneDeletedRows(
+      new Date(Date.now() - settings.deletedRowRetentionSeconds * 1000),
+    );
+    const result = {
+      expired,
+      requeued: lost.length,
+      reclaimed: reclaimed.length,
+      interrupted,
+      previews,
+      archives,
+      pruned,
+    };
     if (Object.values(result).some((count) => count > 0)) this.logger.info(result, 'sweep');
     return result;
   }

@@ -30,7 +30,10 @@ const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'si
 
 export const DEV_STORAGE_TOKEN = 'uhp-dev-storage-token';
 
-const database = { DATABASE_URL: url('postgresql://postgres@127.0.0.1:5432/uhp'), DATABASE_POOL_SIZE: integer(10, 1, 200) };
+const database = {
+  DATABASE_URL: url('postgresql://postgres@127.0.0.1:5432/uhp'),
+  DATABASE_POOL_SIZE: integer(10, 1, 200),
+};
 const redis = { REDIS_URL: url('redis://127.0.0.1:6379') };
 const storageClient = {
   STORAGE_URL: url('http://127.0.0.1:8081'),
@@ -79,7 +82,10 @@ export const storageConfigSchema = z.object({
   STORAGE_PORT: integer(8081, 1, 65535),
   S3_ENDPOINT: url('http://127.0.0.1:7480'),
   S3_REGION: z.string().min(1).default('us-east-1'),
-  S3_BUCKET: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be an S3 bucket name').default('uhp-files'),
+  S3_BUCKET: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be an S3 bucket name')
+    .default('uhp-files'),
   /** secret */
   S3_ACCESS_KEY_ID: secret('uhp-dev-access'),
   /** secret */
@@ -89,7 +95,9 @@ export const storageConfigSchema = z.object({
   UHP_MAX_FILE_BYTES: integer(5 * GiB, 1),
   S3_PART_SIZE_BYTES: integer(16 * MiB, 5 * MiB, 5 * GiB),
   S3_UPLOAD_QUEUE_SIZE: integer(4, 1, 32),
-  /** Largest session archive the worker may store; the hard cap of a put is the larger of this and UHP_MAX_FILE_BYTES. */
+  /**
+   * Largest session archive the worker may store; the hard cap of a put is the larger of this and UHP_MAX_FILE_BYTES.
+   */
   ARCHIVE_MAX_BYTES: integer(64 * GiB, 1),
   /** Multipart uploads older than this were abandoned by a crash and are aborted by the sweeper. */
   STORAGE_ABANDONED_UPLOAD_SECONDS: integer(6 * 3600, 1),
@@ -123,7 +131,10 @@ export const workerConfigSchema = z.object({
   PREVIEW_OFFICE_MEMORY_BYTES: integer(3 * GiB, 256 * MiB),
   /** Private scratch space of the converters (profiles, inputs, outputs); emptied per conversion. */
   PREVIEW_WORK_DIR: z.string().min(1).optional(),
-  /** Run converters in a network namespace with no interfaces (`unshare --net`). Turn off only where namespaces are unavailable. */
+  /**
+   * Run converters in a network namespace with no interfaces (`unshare --net`). Turn off only where namespaces are
+   * unavailable.
+   */
   PREVIEW_ISOLATE_NETWORK: boolean(true),
   /** Archive builds in parallel per worker process; each holds one object stream in and one upload out. */
   ARCHIVE_CONCURRENCY: integer(1, 1, 16),

@@ -14,7 +14,12 @@ describe('loadConfig', () => {
   it('lists every bad variable at once and hides secrets', () => {
     let caught: unknown;
     try {
-      loadConfig(storageConfigSchema, { STORAGE_PORT: 'eighty', S3_ENDPOINT: 'not a url', S3_PART_SIZE_BYTES: '12', STORAGE_TOKEN: ' ' });
+      loadConfig(storageConfigSchema, {
+        STORAGE_PORT: 'eighty',
+        S3_ENDPOINT: 'not a url',
+        S3_PART_SIZE_BYTES: '12',
+        STORAGE_TOKEN: ' ',
+      });
     } catch (error) {
       caught = error;
     }

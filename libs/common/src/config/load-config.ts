@@ -16,7 +16,8 @@ export function loadConfig<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEn
   const problems = result.error.issues.map((issue) => {
     const name = issue.path.join('.') || '(environment)';
     const given = env[name];
-    const shown = given === undefined ? 'unset' : /KEY|TOKEN|SECRET|PASSWORD/.test(name) ? 'given (hidden)' : JSON.stringify(given);
+    const shown =
+      given === undefined ? 'unset' : /KEY|TOKEN|SECRET|PASSWORD/.test(name) ? 'given (hidden)' : JSON.stringify(given);
     return `${name}: ${issue.message} (${shown})`;
   });
   throw new ConfigError(problems);

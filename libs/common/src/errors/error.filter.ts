@@ -35,7 +35,8 @@ export class ApiErrorFilter implements ExceptionFilter {
     const http = host.switchToHttp();
     const req = http.getRequest<IncomingMessage>();
     const res = http.getResponse<ServerResponse>();
-    if (isClientGone(exception) && (exception instanceof ClientGoneError || req.destroyed || req.socket?.destroyed)) return;
+    if (isClientGone(exception) && (exception instanceof ClientGoneError || req.destroyed || req.socket?.destroyed))
+      return;
     const error = toApiError(exception);
     if (error.code === 'internal_error') {
       this.logger.error({ err: exception }, 'unhandled error');

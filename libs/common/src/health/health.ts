@@ -50,9 +50,16 @@ class HealthController {
     const results = await Promise.all(this.checks.map(async (c) => [c.name, await withTimeout(c)] as const));
     const failed = results.filter(([, problem]) => problem !== null);
     if (failed.length > 0) {
-      throw new ApiError('service_unavailable', `Not ready: ${failed.map(([name, problem]) => `${name}: ${problem}`).join('; ')}`);
+      throw new ApiError(
+        'service_unavailable',
+        `Not ready: ${failed.map(([name, problem]) => `${name}: ${problem}`).join('; ')}`,
+      );
     }
-    return { status: 'ok', checks: Object.fromEntries(results.map(([name]) => [name, 'ok'])), ...(this.details ? this.details() : {}) };
+    return {
+      status: 'ok',
+      checks: Object.fromEntries(results.map(([name]) => [name, 'ok'])),
+      ...(this.details ? this.details() : {}),
+    };
   }
 }
 

@@ -25,9 +25,15 @@ export interface ServeOptions {
  * metrics, no request timeout for long uploads and downloads, graceful shutdown on SIGTERM/SIGINT.
  */
 export async function serve(options: ServeOptions): Promise<INestApplication> {
-  const app = await NestFactory.create(options.module, { bodyParser: false, logger: new PinoNestLogger(options.logger), abortOnError: false });
+  const app = await NestFactory.create(options.module, {
+    bodyParser: false,
+    logger: new PinoNestLogger(options.logger),
+    abortOnError: false,
+  });
   const observe = httpMetrics(options.registry);
-  app.use(httpContextMiddleware(options.logger, (req, res, seconds) => observe(req.method ?? 'GET', res.statusCode, seconds)));
+  app.use(
+    httpContextMiddleware(options.logger, (req, res, seconds) => observe(req.method ?? 'GET', res.statusCode, seconds)),
+  );
   app.useGlobalFilters(new ApiErrorFilter(options.logger, options.drain));
   options.configure?.(app);
   app.enableShutdownHooks();

@@ -20,7 +20,12 @@ export function httpMetrics(registry: Registry) {
     buckets: [0.005, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15, 60],
     registers: [registry],
   });
-  const total = new Counter({ name: 'uhp_http_requests_total', help: 'HTTP requests by method and status', labelNames: ['method', 'status'] as const, registers: [registry] });
+  const total = new Counter({
+    name: 'uhp_http_requests_total',
+    help: 'HTTP requests by method and status',
+    labelNames: ['method', 'status'] as const,
+    registers: [registry],
+  });
   return (method: string, status: number, seconds: number) => {
     const labels = { method, status: `${Math.floor(status / 100)}xx` };
     duration.observe(labels, seconds);

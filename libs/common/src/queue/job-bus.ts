@@ -30,7 +30,9 @@ export class JobBus {
     this.queues = { purge, preview, archive };
   }
 
-  /** Adds the jobs; a job whose id is already waiting or running is not added twice. 503 when Redis will not take them. */
+  /**
+   * Adds the jobs; a job whose id is already waiting or running is not added twice. 503 when Redis will not take them.
+   */
   async add<N extends JobName>(name: N, payloads: JobPayloads[N][]): Promise<void> {
     if (payloads.length === 0) return;
     const spec = JOBS[name];
@@ -53,7 +55,10 @@ export class JobBus {
    */
   async purge(objectIds: string[]): Promise<void> {
     try {
-      await this.add(JOB.purgeObject, objectIds.map((objectId) => ({ objectId })));
+      await this.add(
+        JOB.purgeObject,
+        objectIds.map((objectId) => ({ objectId })),
+      );
     } catch {
       this.logger.warn({ objectIds }, 'purges not queued now; the sweep will queue them');
     }
@@ -62,12 +67,21 @@ export class JobBus {
   /** Registers the periodic job: one scheduler in Redis, however many workers call this. */
   async schedule<N extends JobName>(name: N, everyMs: number, payload: JobPayloads[N]): Promise<void> {
     const spec = JOBS[name];
-    await this.queues[spec.queue].upsertJobScheduler(spec.jobId(payload), { every: everyMs }, { name, data: payload, opts: spec.options });
+    await this.queues[spec.queue].upsertJobScheduler(
+      spec.jobId(payload),
+      { every: everyMs },
+      { name, data: payload, opts: spec.options },
+    );
   }
 
   async depth(queue: QueueName): Promise<QueueDepth> {
     const counts = await this.queues[queue].getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized');
-    return { waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0), active: counts.active ?? 0, delayed: counts.delayed ?? 0, failed: counts.failed ?? 0 };
+    return {
+      waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0),
+      active: counts.active ?? 0,
+      delayed: counts.delayed ?? 0,
+      failed: counts.failed ?? 0,
+    };
   }
 
   async ping(): Promise<void> {

@@ -3,7 +3,9 @@ import { isJobOf, parseJobPayload, type JobPayloads, type JobsOf, type QueueName
 import { requestContext } from '../logging/request-context';
 
 /** A handler for each job of a queue, given the checked payload. */
-export type JobHandlers<Q extends QueueName> = { [N in JobsOf<Q>]: (payload: JobPayloads[N], job: Job) => Promise<unknown> };
+export type JobHandlers<Q extends QueueName> = {
+  [N in JobsOf<Q>]: (payload: JobPayloads[N], job: Job) => Promise<unknown>;
+};
 
 /**
  * Runs a job taken from `queue`: its name must be one of the queue's, its payload must fit the
@@ -15,7 +17,11 @@ export function runJob<Q extends QueueName>(queue: Q, handlers: JobHandlers<Q>, 
   return runHandler(handlers, job.name, job);
 }
 
-function runHandler<Q extends QueueName, N extends JobsOf<Q>>(handlers: JobHandlers<Q>, name: N, job: Job): Promise<unknown> {
+function runHandler<Q extends QueueName, N extends JobsOf<Q>>(
+  handlers: JobHandlers<Q>,
+  name: N,
+  job: Job,
+): Promise<unknown> {
   let payload: JobPayloads[N];
   try {
     payload = parseJobPayload(name, job.data);

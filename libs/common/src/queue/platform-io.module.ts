@@ -24,18 +24,31 @@ export class PlatformIoModule {
   static forRoot(options: { failFastOnRedisDown: boolean }): DynamicModule {
     const storageClient = {
       provide: StorageClient,
-      useFactory: (config: PlatformConfig) => new StorageClient({ baseUrl: config.STORAGE_URL, token: config.STORAGE_TOKEN }),
+      useFactory: (config: PlatformConfig) =>
+        new StorageClient({ baseUrl: config.STORAGE_URL, token: config.STORAGE_TOKEN }),
       inject: [APP_CONFIG],
     };
     const objectStore = { provide: ObjectStore, useExisting: StorageClient };
     const queues = [
       BullModule.forRootAsync({
-        useFactory: (config: PlatformConfig) => ({ connection: { url: config.REDIS_URL, maxRetriesPerRequest: null, ...(options.failFastOnRedisDown ? { enableOfflineQueue: false } : {}) } }),
+        useFactory: (config: PlatformConfig) => ({
+          connection: {
+            url: config.REDIS_URL,
+            maxRetriesPerRequest: null,
+            ...(options.failFastOnRedisDown ? { enableOfflineQueue: false } : {}),
+          },
+        }),
         inject: [APP_CONFIG],
       }),
       BullModule.registerQueue(...QUEUE_NAMES.map((name) => ({ name }))),
     ];
-    return { module: PlatformIoModule, global: true, imports: queues, providers: [storageClient, objectStore, JobBus], exports: [storageClient, objectStore, JobBus, ...queues] };
+    return {
+      module: PlatformIoModule,
+      global: true,
+      imports: queues,
+      providers: [storageClient, objectStore, JobBus],
+      exports: [storageClient, objectStore, JobBus, ...queues],
+    };
   }
 }
 
@@ -43,16 +56,24 @@ export interface PlatformHealthOptions {
   /** Providers of READINESS_DETAILS: what /readyz reports besides. */
   details?: Provider[];
   /** Further checks of the service's own (built from the injected dependencies). */
-  checks?: { inject: Array<Type | symbol | string>; build: (...dependencies: any[]) => ReadinessCheck[] };
+  checks?: { inject: Array<Type | symbol | string>; build(...dependencies: unknown[]): ReadinessCheck[] };
 }
 
-/** Readiness of a service that talks to Postgres (`database`, e.g. PrismaService), Redis and the storage service. */
-export function platformHealth(database: Type<{ ping(): Promise<void> }>, options: PlatformHealthOptions = {}): DynamicModule {
+/** Readiness of a service that talks to Postgres (`database`: its health check), Redis and the storage service. */
+export function platformHealth(
+  database: Type<{ ping(): Promise<void> }>,
+  options: PlatformHealthOptions = {},
+): DynamicModule {
   const own = options.checks ?? { inject: [], build: () => [] };
   return HealthModule.forRoot(
     {
       provide: READINESS_CHECKS,
-      useFactory: (db: { ping(): Promise<void> }, storage: StorageClient, jobs: JobBus, ...dependencies: unknown[]): ReadinessCheck[] => [
+      useFactory: (
+        db: { ping(): Promise<void> },
+        storage: StorageClient,
+        jobs: JobBus,
+        ...dependencies: unknown[]
+      ): ReadinessCheck[] => [
         { name: 'postgres', check: () => db.ping() },
         { name: 'redis', check: () => jobs.ping() },
         { name: 'storage', check: () => storage.ping() },

@@ -25,7 +25,8 @@ function storageError(status: number, text: string): ApiError {
   } catch {
     code = undefined;
   }
-  if (status === 413 || code === 'file_too_large') return new ApiError('file_too_large', 'The file is larger than max_file_bytes (see GET /v1/limits).', 'file');
+  if (status === 413 || code === 'file_too_large')
+    return new ApiError('file_too_large', 'The file is larger than max_file_bytes (see GET /v1/limits).', 'file');
   if (status === 404) return ApiError.notFound('object');
   return new ApiError('service_unavailable', 'Object storage is unavailable; try again.');
 }
@@ -45,7 +46,11 @@ export class StorageClient extends ObjectStore {
 
   private headers(extra: Record<string, string | number> = {}): Record<string, string | number> {
     const requestId = currentRequestId();
-    return { authorization: `Bearer ${this.options.token}`, ...(requestId ? { [REQUEST_ID_HEADER]: requestId } : {}), ...extra };
+    return {
+      authorization: `Bearer ${this.options.token}`,
+      ...(requestId ? { [REQUEST_ID_HEADER]: requestId } : {}),
+      ...extra,
+    };
   }
 
   private url(path: string): URL {
@@ -91,7 +96,9 @@ export class StorageClient extends ObjectStore {
           .catch((error) => settle(() => reject(error)))
           .finally(() => opts.signal?.removeEventListener('abort', onAbort));
       });
-      req.on('error', () => settle(() => reject(new ApiError('service_unavailable', 'Object storage is unavailable; try again.'))));
+      req.on('error', () =>
+        settle(() => reject(new ApiError('service_unavailable', 'Object storage is unavailable; try again.'))),
+      );
       body.on('error', (error) => {
         req.destroy(error);
         settle(() => reject(error));
@@ -114,7 +121,12 @@ export class StorageClient extends ObjectStore {
       req.on('response', (res) => {
         const status = res.statusCode ?? 502;
         if (status === 200 || status === 206) {
-          resolve({ status, body: res, contentLength: Number(res.headers['content-length'] ?? -1), contentRange: res.headers['content-range'] });
+          resolve({
+            status,
+            body: res,
+            contentLength: Number(res.headers['content-length'] ?? -1),
+            contentRange: res.headers['content-range'],
+          });
           return;
         }
         readText(res).then((text) => reject(storageError(status, text)), reject);
@@ -127,7 +139,8 @@ export class StorageClient extends ObjectStore {
   /** Deletes the object; a missing object counts as deleted. */
   async delete(key: string): Promise<void> {
     const status = await this.simple('DELETE', objectsPath(key));
-    if (status !== 204 && status !== 200 && status !== 404) throw new ApiError('service_unavailable', `storage answered ${status} to a delete`);
+    if (status !== 204 && status !== 200 && status !== 404)
+      throw new ApiError('service_unavailable', `storage answered ${status} to a delete`);
   }
 
   async ping(): Promise<void> {

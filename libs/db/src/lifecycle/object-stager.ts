@@ -39,7 +39,13 @@ export class ObjectStager {
     const object = await this.objects.createUploading(principalId);
     try {
       const receipt = await this.store.put(object.storageKey, body, options);
-      return { id: object.id, principalId, storageKey: object.storageKey, bytes: receipt.bytes, sha256: receipt.sha256 };
+      return {
+        id: object.id,
+        principalId,
+        storageKey: object.storageKey,
+        bytes: receipt.bytes,
+        sha256: receipt.sha256,
+      };
     } catch (error) {
       body.destroy();
       await this.discard([object]);

@@ -59,7 +59,10 @@ export class ArchiveRepository {
   constructor(private readonly db: Db) {}
 
   async findForManifest(principalId: string, sessionId: string, manifestHash: string): Promise<ArchiveRow | null> {
-    return this.db.archive.findFirst({ where: { principalId, sessionId, manifestHash, session: { deletedAt: null } }, select: SELECT });
+    return this.db.archive.findFirst({
+      where: { principalId, sessionId, manifestHash, session: { deletedAt: null } },
+      select: SELECT,
+    });
   }
 
   /**
@@ -69,7 +72,8 @@ export class ArchiveRepository {
   async requestBuild(principalId: string, sessionId: string, manifest: Manifest): Promise<ArchiveRow | null> {
     await this.db.$executeRaw(Prisma.sql`
       INSERT INTO archives (id, principal_id, session_id, manifest_hash, files_total, bytes_total)
-      SELECT gen_random_uuid(), ${principalId}::uuid, s.id, ${manifest.hash}, ${manifest.filesTotal}, ${manifest.bytesTotal}
+      SELECT gen_random_uuid(), ${principalId}::uuid, s.id, ${manifest.hash},
+             ${manifest.filesTotal}, ${manifest.bytesTotal}
         FROM sessions s
        WHERE s.id = ${sessionId} AND s.principal_id = ${principalId}::uuid AND s.deleted_at IS NULL
       ON CONFLICT (session_id, manifest_hash) DO UPDATE
@@ -82,7 +86,16 @@ export class ArchiveRepository {
   async findForBuild(id: string): Promise<ArchiveBuild | null> {
     const row = await this.db.archive.findUnique({
       where: { id },
-      select: { id: true, principalId: true, sessionId: true, manifestHash: true, status: true, filesTotal: true, bytesTotal: true, session: { select: { deletedAt: true } } },
+      select: {
+        id: true,
+        principalId: true,
+        sessionId: true,
+        manifestHash: true,
+        status: true,
+        filesTotal: true,
+        bytesTotal: true,
+        session: { select: { deletedAt: true } },
+      },
     });
     if (!row) return null;
     const { session, ...build } = row;
@@ -99,7 +112,10 @@ export class ArchiveRepository {
   }
 
   async reportProgress(principalId: string, id: string, filesDone: number, bytesDone: number): Promise<void> {
-    await this.db.archive.updateMany({ where: { id, principalId, status: 'building' }, data: { filesDone, bytesDone: BigInt(bytesDone) } });
+    await this.db.archive.updateMany({
+      where: { id, principalId, status: 'building' },
+      data: { filesDone, bytesDone: BigInt(bytesDone) },
+    });
   }
 
   /**
@@ -108,23 +124,39 @@ export class ArchiveRepository {
    * removes this archive too. Older archives of the session are superseded: their rows go and their
    * object ids are returned, to release in the same unit of work.
    */
-  async completeBuild(principalId: string, id: string, objectId: string, progress: { filesDone: number; bytesDone: number }): Promise<CompleteBuildOutcome> {
+  async completeBuild(
+    principalId: string,
+    id: string,
+    objectId: string,
+    progress: { filesDone: number; bytesDone: number },
+  ): Promise<CompleteBuildOutcome> {
     const mine = await this.db.archive.updateManyAndReturn({
       where: { id, principalId, status: 'building' },
-      data: { status: 'ready', objectId, filesDone: progress.filesDone, bytesDone: BigInt(progress.bytesDone), completedAt: new Date(), error: null },
+      data: {
+        status: 'ready',
+        objectId,
+        filesDone: progress.filesDone,
+        bytesDone: BigInt(progress.bytesDone),
+        completedAt: new Date(),
+        error: null,
+      },
       select: { createdAt: true, sessionId: true },
     });
     if (mine.length === 0) return { outcome: 'superseded', released: [] };
     const stale = await this.db.$queryRaw<{ objectId: string | null }[]>(Prisma.sql`
       DELETE FROM archives
-       WHERE session_id = ${mine[0].sessionId} AND principal_id = ${principalId}::uuid AND id <> ${id}::uuid AND created_at <= ${mine[0].createdAt}
+       WHERE session_id = ${mine[0].sessionId} AND principal_id = ${principalId}::uuid
+         AND id <> ${id}::uuid AND created_at <= ${mine[0].createdAt}
    RETURNING object_id::text AS "objectId"`);
     return { outcome: 'ready', released: stale.flatMap((row) => (row.objectId ? [row.objectId] : [])) };
   }
 
   /** A build that gave up after its last try; the next request for it starts over. */
   async markFailed(principalId: string, id: string, error: string): Promise<void> {
-    await this.db.archive.updateMany({ where: { id, principalId, status: { in: ['pending', 'building'] } }, data: { status: 'failed', error: error.slice(0, 1000) } });
+    await this.db.archive.updateMany({
+      where: { id, principalId, status: { in: ['pending', 'building'] } },
+      data: { status: 'failed', error: error.slice(0, 1000) },
+    });
   }
 
   /** A row whose manifest no longer matches its session, or whose session is gone, before it holds an object. */

@@ -69,28 +69,52 @@ export class ContainerFileRepository {
   constructor(private readonly db: Db) {}
 
   async create(principalId: string, file: NewContainerFile): Promise<ContainerFileRow> {
-    return toRow(await this.db.containerFile.create({ data: { ...file, bytes: BigInt(file.bytes), principalId }, select: SELECT }));
+    return toRow(
+      await this.db.containerFile.create({ data: { ...file, bytes: BigInt(file.bytes), principalId }, select: SELECT }),
+    );
   }
 
   /** The file only if it is in that container, which is a live container of a live session of the principal. */
   async findForOwner(principalId: string, containerId: string, id: string): Promise<ContainerFileRow | null> {
-    const file = await this.db.containerFile.findFirst({ where: { id, containerId, principalId, ...LIVE }, select: SELECT });
+    const file = await this.db.containerFile.findFirst({
+      where: { id, containerId, principalId, ...LIVE },
+      select: SELECT,
+    });
     return file ? toRow(file) : null;
   }
 
   /** id → filename of those of `ids` that are live files of that live container of the principal. */
   async filenamesInContainer(principalId: string, containerId: string, ids: string[]): Promise<Map<string, string>> {
     if (ids.length === 0) return new Map();
-    const rows = await this.db.containerFile.findMany({ where: { id: { in: ids }, containerId, principalId, ...LIVE }, select: { id: true, filename: true } });
+    const rows = await this.db.containerFile.findMany({
+      where: { id: { in: ids }, containerId, principalId, ...LIVE },
+      select: { id: true, filename: true },
+    });
     return new Map(rows.map((row) => [row.id, row.filename]));
   }
 
-  async cursorSeq(principalId: string, scope: { containerId: string } | { sessionId: string }, id: string): Promise<bigint | null> {
-    return (await this.db.containerFile.findFirst({ where: { id, principalId, ...scope }, select: { seq: true } }))?.seq ?? null;
+  async cursorSeq(
+    principalId: string,
+    scope: { containerId: string } | { sessionId: string },
+    id: string,
+  ): Promise<bigint | null> {
+    return (
+      (await this.db.containerFile.findFirst({ where: { id, principalId, ...scope }, select: { seq: true } }))?.seq ??
+      null
+    );
   }
 
-  async listForContainer(principalId: string, containerId: string, query: PageQuery): Promise<Page<ContainerFileListing>> {
-    const rows = await this.db.containerFile.findMany({ where: { principalId, containerId, ...LISTED, ...seqCondition(query) }, orderBy: { seq: query.order }, take: query.limit + 1, select: LIST_SELECT });
+  async listForContainer(
+    principalId: string,
+    containerId: string,
+    query: PageQuery,
+  ): Promise<Page<ContainerFileListing>> {
+    const rows = await this.db.containerFile.findMany({
+      where: { principalId, containerId, ...LISTED, ...seqCondition(query) },
+      orderBy: { seq: query.order },
+      take: query.limit + 1,
+      select: LIST_SELECT,
+    });
     return toPage(rows, query.limit);
   }
 
@@ -98,7 +122,12 @@ export class ContainerFileRepository {
    * Every artifact of a session, from every container and response, oldest first, after `afterSeq`.
    * Callers stream it batch by batch (keyset), so memory does not grow with the session.
    */
-  async listSessionArtifacts(principalId: string, sessionId: string, afterSeq: bigint | undefined, limit: number): Promise<Page<ContainerFileListing>> {
+  async listSessionArtifacts(
+    principalId: string,
+    sessionId: string,
+    afterSeq: bigint | undefined,
+    limit: number,
+  ): Promise<Page<ContainerFileListing>> {
     const rows = await this.db.containerFile.findMany({
       where: { principalId, sessionId, ...LISTED, ...(afterSeq === undefined ? {} : { seq: { gt: afterSeq } }) },
       orderBy: { seq: 'asc' },
@@ -112,7 +141,12 @@ export class ContainerFileRepository {
    * The same artifacts as listSessionArtifacts, in the same order, with what an archive build needs to
    * read each one (its storage key).
    */
-  async listSessionArtifactObjects(principalId: string, sessionId: string, afterSeq: bigint | undefined, limit: number): Promise<Page<ContainerFileRow>> {
+  async listSessionArtifactObjects(
+    principalId: string,
+    sessionId: string,
+    afterSeq: bigint | undefined,
+    limit: number,
+  ): Promise<Page<ContainerFileRow>> {
     const rows = await this.db.containerFile.findMany({
       where: { principalId, sessionId, ...LISTED, ...(afterSeq === undefined ? {} : { seq: { gt: afterSeq } }) },
       orderBy: { seq: 'asc' },
@@ -131,7 +165,8 @@ export class ContainerFileRepository {
     const rows = await this.db.$queryRaw<{ objectId: string }[]>(Prisma.sql`
       UPDATE container_files f SET deleted_at = now()
         FROM containers c
-       WHERE f.id = ${id} AND f.container_id = ${containerId} AND f.principal_id = ${principalId}::uuid AND f.deleted_at IS NULL
+       WHERE f.id = ${id} AND f.container_id = ${containerId} AND f.principal_id = ${principalId}::uuid
+         AND f.deleted_at IS NULL
          AND c.id = f.container_id AND c.deleted_at IS NULL
    RETURNING f.object_id::text AS "objectId"`);
     return rows[0]?.objectId ?? null;
@@ -149,7 +184,9 @@ export class ContainerFileRepository {
 
   private async markDeletedWhere(scope: Prisma.Sql): Promise<string[]> {
     const rows = await this.db.$queryRaw<{ objectId: string }[]>(Prisma.sql`
-      UPDATE container_files SET deleted_at = now() WHERE ${scope} AND deleted_at IS NULL RETURNING object_id::text AS "objectId"`);
+      UPDATE container_files SET deleted_at = now()
+       WHERE ${scope} AND deleted_at IS NULL
+   RETURNING object_id::text AS "objectId"`);
     return rows.map((row) => row.objectId);
   }
 }

@@ -18,7 +18,10 @@ const LIVE = { deletedAt: null, session: { deletedAt: null } } as const;
 export class ContainerRepository {
   constructor(private readonly db: Db) {}
 
-  async create(principalId: string, container: { id: string; sessionId: string; name: string | null }): Promise<ContainerRow> {
+  async create(
+    principalId: string,
+    container: { id: string; sessionId: string; name: string | null },
+  ): Promise<ContainerRow> {
     return this.db.container.create({ data: { ...container, principalId }, select: SELECT });
   }
 
@@ -32,7 +35,9 @@ export class ContainerRepository {
    */
   async lockLive(principalId: string, id: string): Promise<ContainerRow | null> {
     const rows = await this.db.$queryRaw<{ id: string }[]>(Prisma.sql`
-      SELECT id FROM containers WHERE id = ${id} AND principal_id = ${principalId}::uuid AND deleted_at IS NULL FOR SHARE`);
+      SELECT id FROM containers
+       WHERE id = ${id} AND principal_id = ${principalId}::uuid AND deleted_at IS NULL
+         FOR SHARE`);
     return rows.length === 1 ? this.findForOwner(principalId, id) : null;
   }
 
@@ -41,18 +46,29 @@ export class ContainerRepository {
   }
 
   async listForOwner(principalId: string, query: PageQuery): Promise<Page<ContainerRow>> {
-    const rows = await this.db.container.findMany({ where: { principalId, ...LIVE, ...seqCondition(query) }, orderBy: { seq: query.order }, take: query.limit + 1, select: SELECT });
+    const rows = await this.db.container.findMany({
+      where: { principalId, ...LIVE, ...seqCondition(query) },
+      orderBy: { seq: query.order },
+      take: query.limit + 1,
+      select: SELECT,
+    });
     return toPage(rows, query.limit);
   }
 
   /** Marks a live container deleted in one conditional statement: of concurrent deletes exactly one gets true. */
   async markDeleted(principalId: string, id: string): Promise<boolean> {
-    const { count } = await this.db.container.updateMany({ where: { id, principalId, deletedAt: null }, data: { deletedAt: new Date() } });
+    const { count } = await this.db.container.updateMany({
+      where: { id, principalId, deletedAt: null },
+      data: { deletedAt: new Date() },
+    });
     return count === 1;
   }
 
   /** Every live container of a session goes with it. */
   async markDeletedInSession(principalId: string, sessionId: string): Promise<void> {
-    await this.db.container.updateMany({ where: { sessionId, principalId, deletedAt: null }, data: { deletedAt: new Date() } });
+    await this.db.container.updateMany({
+      where: { sessionId, principalId, deletedAt: null },
+      data: { deletedAt: new Date() },
+    });
   }
 }

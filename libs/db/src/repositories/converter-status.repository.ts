@@ -13,14 +13,21 @@ export class ConverterStatusRepository {
   async save(states: ConverterState[], now = new Date()): Promise<void> {
     await this.prisma.$transaction(
       states.map((state) =>
-        this.prisma.converterStatus.upsert({ where: { name: state.name }, create: { ...state, checkedAt: now }, update: { available: state.available, reason: state.reason, checkedAt: now } }),
+        this.prisma.converterStatus.upsert({
+          where: { name: state.name },
+          create: { ...state, checkedAt: now },
+          update: { available: state.available, reason: state.reason, checkedAt: now },
+        }),
       ),
     );
   }
 
   /** Converters some worker found usable within `maxAgeMs`. */
   async available(maxAgeMs: number, now = new Date()): Promise<Set<string>> {
-    const rows = await this.prisma.converterStatus.findMany({ where: { available: true, checkedAt: { gt: new Date(now.getTime() - maxAgeMs) } }, select: { name: true } });
+    const rows = await this.prisma.converterStatus.findMany({
+      where: { available: true, checkedAt: { gt: new Date(now.getTime() - maxAgeMs) } },
+      select: { name: true },
+    });
     return new Set(rows.map((row) => row.name));
   }
 }

@@ -55,7 +55,9 @@ export class FileRepository {
   constructor(private readonly db: Db) {}
 
   async create(principalId: string, file: NewFile): Promise<FileRow> {
-    return toRow(await this.db.file.create({ data: { ...file, bytes: BigInt(file.bytes), principalId }, select: FILE_SELECT }));
+    return toRow(
+      await this.db.file.create({ data: { ...file, bytes: BigInt(file.bytes), principalId }, select: FILE_SELECT }),
+    );
   }
 
   async findForOwner(principalId: string, id: string): Promise<FileRow | null> {
@@ -70,7 +72,8 @@ export class FileRepository {
   async lockLive(principalId: string, id: string): Promise<FileRow | null> {
     const locked = await this.db.$queryRaw<{ id: string }[]>(Prisma.sql`
       SELECT id FROM files
-       WHERE id = ${id} AND principal_id = ${principalId}::uuid AND deleted_at IS NULL AND (expires_at IS NULL OR expires_at > now())
+       WHERE id = ${id} AND principal_id = ${principalId}::uuid
+         AND deleted_at IS NULL AND (expires_at IS NULL OR expires_at > now())
          FOR SHARE`);
     return locked.length === 1 ? this.findForOwner(principalId, id) : null;
   }
@@ -99,17 +102,21 @@ export class FileRepository {
   async markDeleted(principalId: string, id: string): Promise<string | null> {
     const rows = await this.db.$queryRaw<{ objectId: string }[]>(Prisma.sql`
       UPDATE files SET deleted_at = now()
-       WHERE id = ${id} AND principal_id = ${principalId}::uuid AND deleted_at IS NULL AND (expires_at IS NULL OR expires_at > now())
+       WHERE id = ${id} AND principal_id = ${principalId}::uuid
+         AND deleted_at IS NULL AND (expires_at IS NULL OR expires_at > now())
    RETURNING object_id::text AS "objectId"`);
     return rows[0]?.objectId ?? null;
   }
 
-  /** Marks up to `limit` expired files deleted and returns their object ids (each file once, however many sweeps run). */
+  /**
+   * Marks up to `limit` expired files deleted and returns their object ids (each file once, however many sweeps run).
+   */
   async expireDue(now: Date, limit: number): Promise<string[]> {
     const rows = await this.db.$queryRaw<{ objectId: string }[]>(Prisma.sql`
       UPDATE files SET deleted_at = ${now}
        WHERE deleted_at IS NULL
-         AND id IN (SELECT id FROM files WHERE deleted_at IS NULL AND expires_at <= ${now} ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+         AND id IN (SELECT id FROM files WHERE deleted_at IS NULL AND expires_at <= ${now}
+                     ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)
    RETURNING object_id::text AS "objectId"`);
     return rows.map((row) => row.objectId);
   }

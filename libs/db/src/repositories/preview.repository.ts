@@ -76,7 +76,18 @@ export class PreviewRepository {
     const existing = await this.db.preview.findUnique({ where, select: SELECT });
     if (existing) return toRow(existing);
     try {
-      return toRow(await this.db.preview.create({ data: { principalId, ...key, sourceObjectId: source.objectId, sourceFilename: source.filename, sourceContentType: source.contentType }, select: SELECT }));
+      return toRow(
+        await this.db.preview.create({
+          data: {
+            principalId,
+            ...key,
+            sourceObjectId: source.objectId,
+            sourceFilename: source.filename,
+            sourceContentType: source.contentType,
+          },
+          select: SELECT,
+        }),
+      );
     } catch (error) {
       // Two first requests raced on the insert: the loser reads the winner's row.
       if ((error as { code?: string }).code !== 'P2002') throw error;
@@ -93,10 +104,23 @@ export class PreviewRepository {
    * After a transient failure: PENDING again under the next generation, from a source that is live now.
    * Returns the row as it is afterwards (a concurrent caller may have retried it first).
    */
-  async retry(principalId: string, id: string, fromGeneration: number, source: PreviewSource): Promise<PreviewRow | null> {
+  async retry(
+    principalId: string,
+    id: string,
+    fromGeneration: number,
+    source: PreviewSource,
+  ): Promise<PreviewRow | null> {
     await this.db.preview.updateMany({
       where: { id, principalId, status: 'FAILED', permanent: false, generation: fromGeneration },
-      data: { status: 'PENDING', generation: { increment: 1 }, sourceObjectId: source.objectId, sourceFilename: source.filename, sourceContentType: source.contentType, errorCode: null, errorMessage: null },
+      data: {
+        status: 'PENDING',
+        generation: { increment: 1 },
+        sourceObjectId: source.objectId,
+        sourceFilename: source.filename,
+        sourceContentType: source.contentType,
+        errorCode: null,
+        errorMessage: null,
+      },
     });
     return this.findForOwner(principalId, id);
   }
@@ -107,11 +131,25 @@ export class PreviewRepository {
     return row ? { ...toRow(row), principalId: row.principalId } : null;
   }
 
-  /** Records the stored PDF, in the unit of work that adopts its object; false if the row went away or is not PENDING. */
-  async markReady(id: string, generation: number, pdf: { objectId: string; bytes: number; sha256: string; converter: string }): Promise<boolean> {
+  /**
+   * Records the stored PDF, in the unit of work that adopts its object; false if the row went away or is not PENDING.
+   */
+  async markReady(
+    id: string,
+    generation: number,
+    pdf: { objectId: string; bytes: number; sha256: string; converter: string },
+  ): Promise<boolean> {
     const { count } = await this.db.preview.updateMany({
       where: { id, status: 'PENDING', generation },
-      data: { status: 'READY', objectId: pdf.objectId, bytes: BigInt(pdf.bytes), pdfSha256: pdf.sha256, converter: pdf.converter, errorCode: null, errorMessage: null },
+      data: {
+        status: 'READY',
+        objectId: pdf.objectId,
+        bytes: BigInt(pdf.bytes),
+        pdfSha256: pdf.sha256,
+        converter: pdf.converter,
+        errorCode: null,
+        errorMessage: null,
+      },
     });
     return count === 1;
   }
@@ -119,7 +157,12 @@ export class PreviewRepository {
   async markFailed(id: string, generation: number, failure: PreviewFailure): Promise<void> {
     await this.db.preview.updateMany({
       where: { id, status: 'PENDING', generation },
-      data: { status: 'FAILED', errorCode: failure.code, errorMessage: failure.message.slice(0, 1000), permanent: failure.permanent },
+      data: {
+        status: 'FAILED',
+        errorCode: failure.code,
+        errorMessage: failure.message.slice(0, 1000),
+        permanent: failure.permanent,
+      },
     });
   }
 
@@ -132,7 +175,8 @@ export class PreviewRepository {
       DELETE FROM previews WHERE id IN (
         SELECT p.id FROM previews p
          WHERE p.version <> ${currentVersion}
-            OR NOT EXISTS (SELECT 1 FROM container_files c WHERE c.principal_id = p.principal_id AND c.sha256 = p.sha256 AND c.deleted_at IS NULL)
+            OR NOT EXISTS (SELECT 1 FROM container_files c
+                            WHERE c.principal_id = p.principal_id AND c.sha256 = p.sha256 AND c.deleted_at IS NULL)
          LIMIT ${limit} FOR UPDATE SKIP LOCKED)
       RETURNING object_id::text AS object_id`);
     return rows.flatMap((row) => (row.object_id ? [row.object_id] : []));

@@ -19,17 +19,31 @@ export class PrincipalRepository {
   constructor(private readonly prisma: PrismaService) {}
 
   async findByKeyHash(keyHash: string): Promise<PrincipalRow | null> {
-    const key = await this.prisma.apiKey.findUnique({ where: { keyHash }, select: { revokedAt: true, principal: { select: { id: true, name: true } } } });
+    const key = await this.prisma.apiKey.findUnique({
+      where: { keyHash },
+      select: { revokedAt: true, principal: { select: { id: true, name: true } } },
+    });
     if (!key || key.revokedAt) return null;
     return key.principal;
   }
 
   /** Idempotent: the principal and the key exist afterwards (a revoked bootstrap key stays revoked). */
-  async ensureKey(principalName: string, keyHash: string, keyPrefix: string, label: string | null): Promise<PrincipalRow> {
+  async ensureKey(
+    principalName: string,
+    keyHash: string,
+    keyPrefix: string,
+    label: string | null,
+  ): Promise<PrincipalRow> {
     return this.prisma.$transaction(async (tx) => {
-      const principal = await tx.principal.upsert({ where: { name: principalName }, create: { name: principalName }, update: {}, select: { id: true, name: true } });
+      const principal = await tx.principal.upsert({
+        where: { name: principalName },
+        create: { name: principalName },
+        update: {},
+        select: { id: true, name: true },
+      });
       const existing = await tx.apiKey.findUnique({ where: { keyHash }, select: { principalId: true } });
-      if (existing && existing.principalId !== principal.id) throw new Error(`that key already belongs to another principal`);
+      if (existing && existing.principalId !== principal.id)
+        throw new Error(`that key already belongs to another principal`);
       if (!existing) await tx.apiKey.create({ data: { principalId: principal.id, keyHash, keyPrefix, label } });
       return principal;
     });
@@ -39,7 +53,14 @@ export class PrincipalRepository {
     const keys = await this.prisma.apiKey.findMany({
       where: principalName ? { principal: { name: principalName } } : {},
       orderBy: { createdAt: 'asc' },
-      select: { id: true, keyPrefix: true, label: true, createdAt: true, revokedAt: true, principal: { select: { name: true } } },
+      select: {
+        id: true,
+        keyPrefix: true,
+        label: true,
+        createdAt: true,
+        revokedAt: true,
+        principal: { select: { name: true } },
+      },
     });
     return keys.map(({ principal, ...key }) => ({ ...key, principalName: principal.name }));
   }

@@ -57,7 +57,11 @@ const SELECT = {
 } as const;
 
 type Selected = Prisma.ResponseGetPayload<{ select: typeof SELECT }>;
-const toRow = (row: Selected): ResponseRow => ({ ...row, output: row.output as ResponseOutput | null, error: row.error as ResponseError | null });
+const toRow = (row: Selected): ResponseRow => ({
+  ...row,
+  output: row.output as ResponseOutput | null,
+  error: row.error as ResponseError | null,
+});
 
 export interface NewResponse {
   id: string;
@@ -76,11 +80,16 @@ export class ResponseRepository {
   constructor(private readonly db: Db) {}
 
   async create(principalId: string, response: NewResponse): Promise<ResponseRow> {
-    return toRow(await this.db.response.create({ data: { ...response, principalId, status: 'in_progress' }, select: SELECT }));
+    return toRow(
+      await this.db.response.create({ data: { ...response, principalId, status: 'in_progress' }, select: SELECT }),
+    );
   }
 
   async findForOwner(principalId: string, id: string): Promise<ResponseRow | null> {
-    const row = await this.db.response.findFirst({ where: { id, principalId, session: { deletedAt: null } }, select: SELECT });
+    const row = await this.db.response.findFirst({
+      where: { id, principalId, session: { deletedAt: null } },
+      select: SELECT,
+    });
     return row ? toRow(row) : null;
   }
 
@@ -88,9 +97,16 @@ export class ResponseRepository {
    * Ends a response that is still in progress: its task token dies with it. Returns null when it had
    * already ended (the sweeper marked it interrupted) or its session was deleted meanwhile.
    */
-  async finish(principalId: string, id: string, result: { status: 'completed'; output: ResponseOutput } | { status: 'failed'; error: ResponseError }): Promise<ResponseRow | null> {
+  async finish(
+    principalId: string,
+    id: string,
+    result: { status: 'completed'; output: ResponseOutput } | { status: 'failed'; error: ResponseError },
+  ): Promise<ResponseRow | null> {
     const json = (value: object) => value as unknown as Prisma.InputJsonObject;
-    const data = result.status === 'completed' ? { status: result.status, output: json(result.output) } : { status: result.status, error: json(result.error) };
+    const data =
+      result.status === 'completed'
+        ? { status: result.status, output: json(result.output) }
+        : { status: result.status, error: json(result.error) };
     const { count } = await this.db.response.updateMany({
       where: { id, principalId, status: 'in_progress' },
       data: { ...data, taskTokenHash: null, completedAt: new Date() },
@@ -101,10 +117,24 @@ export class ResponseRepository {
   /** The scope of a live task token: its response is in progress, before its deadline, in a live container. */
   async findTaskScope(tokenHash: string, now = new Date()): Promise<TaskScope | null> {
     const row = await this.db.response.findFirst({
-      where: { taskTokenHash: tokenHash, status: 'in_progress', deadlineAt: { gt: now }, session: { deletedAt: null }, container: { deletedAt: null } },
+      where: {
+        taskTokenHash: tokenHash,
+        status: 'in_progress',
+        deadlineAt: { gt: now },
+        session: { deletedAt: null },
+        container: { deletedAt: null },
+      },
       select: { id: true, principalId: true, sessionId: true, containerId: true, inputFileIds: true },
     });
-    return row ? { principalId: row.principalId, responseId: row.id, sessionId: row.sessionId, containerId: row.containerId, inputFileIds: row.inputFileIds } : null;
+    return row
+      ? {
+          principalId: row.principalId,
+          responseId: row.id,
+          sessionId: row.sessionId,
+          containerId: row.containerId,
+          inputFileIds: row.inputFileIds,
+        }
+      : null;
   }
 
   /** Responses still in progress long after their deadline: the gateway running them died. */

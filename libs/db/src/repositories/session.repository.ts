@@ -26,7 +26,10 @@ export class SessionRepository {
   constructor(private readonly db: Db) {}
 
   /** The session row; its first container is created next, in the same transaction (ContainerRepository.create). */
-  async create(principalId: string, session: { id: string; currentContainerId: string; metadata: Prisma.InputJsonObject }): Promise<SessionRow> {
+  async create(
+    principalId: string,
+    session: { id: string; currentContainerId: string; metadata: Prisma.InputJsonObject },
+  ): Promise<SessionRow> {
     return this.db.session.create({ data: { ...session, principalId }, select: SELECT });
   }
 
@@ -47,17 +50,28 @@ export class SessionRepository {
   }
 
   async listForOwner(principalId: string, query: PageQuery): Promise<Page<SessionRow>> {
-    const rows = await this.db.session.findMany({ where: { principalId, deletedAt: null, ...seqCondition(query) }, orderBy: { seq: query.order }, take: query.limit + 1, select: SELECT });
+    const rows = await this.db.session.findMany({
+      where: { principalId, deletedAt: null, ...seqCondition(query) },
+      orderBy: { seq: query.order },
+      take: query.limit + 1,
+      select: SELECT,
+    });
     return toPage(rows, query.limit);
   }
 
   /** Marks a live session deleted, in one conditional statement: of concurrent deletes exactly one gets true. */
   async markDeleted(principalId: string, id: string): Promise<boolean> {
-    const { count } = await this.db.session.updateMany({ where: { id, principalId, deletedAt: null }, data: { deletedAt: new Date(), currentContainerId: null } });
+    const { count } = await this.db.session.updateMany({
+      where: { id, principalId, deletedAt: null },
+      data: { deletedAt: new Date(), currentContainerId: null },
+    });
     return count === 1;
   }
 
   async setCurrentContainer(principalId: string, id: string, containerId: string): Promise<void> {
-    await this.db.session.updateMany({ where: { id, principalId, deletedAt: null }, data: { currentContainerId: containerId } });
+    await this.db.session.updateMany({
+      where: { id, principalId, deletedAt: null },
+      data: { currentContainerId: containerId },
+    });
   }
 }

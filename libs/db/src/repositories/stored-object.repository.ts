@@ -25,7 +25,10 @@ export class StoredObjectRepository {
 
   /** Records an upload before its first byte is stored, so a crash mid-upload is found and reclaimed. */
   async createUploading(principalId: string): Promise<StoredObjectRow> {
-    return this.db.storedObject.create({ data: { principalId, storageKey: `objects/${randomUUID()}`, status: 'UPLOADING' }, select: SELECT });
+    return this.db.storedObject.create({
+      data: { principalId, storageKey: `objects/${randomUUID()}`, status: 'UPLOADING' },
+      select: SELECT,
+    });
   }
 
   async find(id: string): Promise<StoredObjectRow | null> {
@@ -34,7 +37,10 @@ export class StoredObjectRepository {
 
   /** A finished upload becomes READY with its first reference. It must still be UPLOADING and the principal's. */
   async markReady(principalId: string, id: string, bytes: number, sha256: string): Promise<void> {
-    const { count } = await this.db.storedObject.updateMany({ where: { id, principalId, status: 'UPLOADING' }, data: { status: 'READY', bytes: BigInt(bytes), sha256, refCount: 1 } });
+    const { count } = await this.db.storedObject.updateMany({
+      where: { id, principalId, status: 'UPLOADING' },
+      data: { status: 'READY', bytes: BigInt(bytes), sha256, refCount: 1 },
+    });
     if (count !== 1) throw new ReferenceCountError(`object ${id} is not an upload of this principal in progress`);
   }
 
@@ -45,7 +51,10 @@ export class StoredObjectRepository {
 
   /** Takes one more reference on a READY object of the principal; false when it is already going away. */
   async retain(principalId: string, id: string): Promise<boolean> {
-    const { count } = await this.db.storedObject.updateMany({ where: { id, principalId, status: 'READY' }, data: { refCount: { increment: 1 } } });
+    const { count } = await this.db.storedObject.updateMany({
+      where: { id, principalId, status: 'READY' },
+      data: { refCount: { increment: 1 } },
+    });
     return count === 1;
   }
 
@@ -64,8 +73,11 @@ export class StoredObjectRepository {
     const held = await this.db.$queryRaw<{ id: string; ref_count: number }[]>(Prisma.sql`
       SELECT id::text, ref_count FROM stored_objects WHERE id = ANY(${ids}::uuid[]) ORDER BY id FOR UPDATE`);
     const over = held.filter((row) => row.ref_count < counts.get(row.id)!);
-    if (over.length > 0 || held.length !== ids.length) {
-      throw new ReferenceCountError(`releasing more references than held: ${[...over.map((row) => row.id), ...ids.filter((id) => !held.some((row) => row.id === id))].join(', ')}`);
+    const missing = ids.filter((id) => !held.some((row) => row.id === id));
+    if (over.length > 0 || missing.length > 0) {
+      throw new ReferenceCountError(
+        `releasing more references than held: ${[...over.map((row) => row.id), ...missing].join(', ')}`,
+      );
     }
     const rows = await this.db.$queryRaw<{ id: string; status: string }[]>(Prisma.sql`
       UPDATE stored_objects AS o
@@ -89,13 +101,21 @@ export class StoredObjectRepository {
          AND NOT EXISTS (SELECT 1 FROM files f WHERE f.object_id = o.id)
          AND NOT EXISTS (SELECT 1 FROM container_files c WHERE c.object_id = o.id)`);
     if (removed === 1) return true;
-    const { count } = await this.db.storedObject.updateMany({ where: { id, status: 'PURGING', refCount: 0 }, data: { status: 'PURGED' } });
+    const { count } = await this.db.storedObject.updateMany({
+      where: { id, status: 'PURGING', refCount: 0 },
+      data: { status: 'PURGED' },
+    });
     return count === 1;
   }
 
   /** Safety net: PURGING objects whose purge job was lost (Redis down at the time, say). */
   async listPurgingSince(before: Date, limit: number): Promise<string[]> {
-    const rows = await this.db.storedObject.findMany({ where: { status: 'PURGING', updatedAt: { lt: before } }, select: { id: true }, take: limit, orderBy: { updatedAt: 'asc' } });
+    const rows = await this.db.storedObject.findMany({
+      where: { status: 'PURGING', updatedAt: { lt: before } },
+      select: { id: true },
+      take: limit,
+      orderBy: { updatedAt: 'asc' },
+    });
     return rows.map((row) => row.id);
   }
 

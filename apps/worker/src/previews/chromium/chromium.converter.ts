@@ -14,7 +14,17 @@ export const PREVIEW_ORIGIN = 'http://preview.invalid';
 const PAGE_URL = `${PREVIEW_ORIGIN}/document`;
 
 /** From the machine notes; Playwright adds --headless and its own fresh --user-data-dir per launch. */
-const CHROMIUM_FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-extensions', '--disable-dev-shm-usage'];
+const CHROMIUM_FLAGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-extensions',
+  '--disable-dev-shm-usage',
+];
 
 const shellQuote = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`;
 
@@ -43,7 +53,8 @@ interface Tab {
 
 /**
  * HTML, Markdown and text/source code through one warm headless Chromium (Debian's), a fresh context per
- * conversion (opened ahead of it, see Tab) with JavaScript off. The document is answered by the request filter for PAGE_URL with a
+ * conversion (opened ahead of it, see Tab) with JavaScript off. The document is answered by the request filter for
+ * PAGE_URL with a
  * CSP header that allows only data: resources; every other request (http, https, ws) is aborted, and
  * Chromium itself runs in a network namespace with nothing to reach. file: URLs cannot be loaded from an
  * http origin at all.
@@ -86,13 +97,26 @@ export class ChromiumConverter implements PdfConverter {
   async convert(input: ConversionInput, output: ConversionOutput, signal: AbortSignal): Promise<void> {
     const type = previewTypeOf(input);
     if (type?.kind !== 'html' && type?.kind !== 'markdown' && type?.kind !== 'text') {
-      throw new ConversionError('unsupported_type', `not HTML, Markdown or text: ${input.filename} (${input.contentType})`);
+      throw new ConversionError(
+        'unsupported_type',
+        `not HTML, Markdown or text: ${input.filename} (${input.contentType})`,
+      );
     }
     const size = (await stat(input.path)).size;
-    if (size > this.options.chromium.maxInputBytes) throw new ConversionError('too_large', `${size} bytes is over the ${this.options.chromium.maxInputBytes}-byte limit for rendered documents`);
+    if (size > this.options.chromium.maxInputBytes)
+      throw new ConversionError(
+        'too_large',
+        `${size} bytes is over the ${this.options.chromium.maxInputBytes}-byte limit for rendered documents`,
+      );
     const bytes = await readFile(input.path);
     const title = basename(input.filename);
-    const body = type.kind === 'html' ? bytes : Buffer.from(type.kind === 'markdown' ? markdownToHtml(decodeText(bytes), title) : textToHtml(decodeText(bytes), title), 'utf8');
+    const body =
+      type.kind === 'html'
+        ? bytes
+        : Buffer.from(
+            type.kind === 'markdown' ? markdownToHtml(decodeText(bytes), title) : textToHtml(decodeText(bytes), title),
+            'utf8',
+          );
     const contentType = type.kind === 'html' ? htmlContentType(bytes) : 'text/html; charset=utf-8';
 
     const session = await this.browser();
@@ -111,7 +135,13 @@ export class ChromiumConverter implements PdfConverter {
     signal.addEventListener('abort', onAbort, { once: true });
     try {
       await tab.page.goto(PAGE_URL, { waitUntil: 'load', timeout: this.options.timeoutMs });
-      await tab.page.pdf({ path: output.path, format: 'A4', printBackground: true, preferCSSPageSize: type.kind === 'html', margin: { top: '12mm', bottom: '12mm', left: '12mm', right: '12mm' } });
+      await tab.page.pdf({
+        path: output.path,
+        format: 'A4',
+        printBackground: true,
+        preferCSSPageSize: type.kind === 'html',
+        margin: { top: '12mm', bottom: '12mm', left: '12mm', right: '12mm' },
+      });
     } catch (error) {
       throw failure ?? toConversionError(error, signal);
     } finally {
@@ -142,12 +172,26 @@ export class ChromiumConverter implements PdfConverter {
 
   /** A context with JavaScript off whose only answered request is the document set on the tab. */
   private async openTab(session: Session): Promise<Tab> {
-    const context = await session.browser.newContext({ javaScriptEnabled: false, serviceWorkers: 'block', acceptDownloads: false, bypassCSP: false, offline: false });
+    const context = await session.browser.newContext({
+      javaScriptEnabled: false,
+      serviceWorkers: 'block',
+      acceptDownloads: false,
+      bypassCSP: false,
+      offline: false,
+    });
     const tab: Tab = { session, context, page: undefined as unknown as Page, document: null };
     await context.route('**/*', async (route) => {
       const request = route.request();
       if (tab.document && request.url() === PAGE_URL && request.isNavigationRequest()) {
-        return route.fulfill({ status: 200, headers: { 'content-type': tab.document.contentType, 'content-security-policy': PREVIEW_CSP, 'x-content-type-options': 'nosniff' }, body: tab.document.body });
+        return route.fulfill({
+          status: 200,
+          headers: {
+            'content-type': tab.document.contentType,
+            'content-security-policy': PREVIEW_CSP,
+            'x-content-type-options': 'nosniff',
+          },
+          body: tab.document.body,
+        });
       }
       this.blockedRequests.push(request.url());
       if (this.blockedRequests.length > 200) this.blockedRequests.splice(0, 100);
@@ -163,34 +207,55 @@ export class ChromiumConverter implements PdfConverter {
     const ready = await session.catch(() => undefined);
     if (!ready) return;
     this.forget(ready);
-    await Promise.race([ready.browser.close().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 5_000))]);
+    await Promise.race([
+      ready.browser.close().catch(() => undefined),
+      new Promise((resolve) => setTimeout(resolve, 5_000)),
+    ]);
     await this.killGroup(ready);
   }
 
   private browser(): Promise<Session> {
     this.session ??= this.launch().catch((error: unknown) => {
       this.session = undefined;
-      throw new ConversionError('unavailable', `cannot start Chromium: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      throw new ConversionError(
+        'unavailable',
+        `cannot start Chromium: ${error instanceof Error ? error.message : String(error)}`,
+        { cause: error },
+      );
     });
     return this.session;
   }
 
   private async launch(): Promise<Session> {
-    const dir = join(this.options.workDir, 'chromium', `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`);
+    const dir = join(
+      this.options.workDir,
+      'chromium',
+      `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
+    );
     await mkdir(dir, { recursive: true, mode: 0o700 });
     const pidFile = join(dir, 'browser.pid');
     // Playwright needs one executable; this wrapper confines Chromium and records the group id
     // (exec keeps the pid, and Playwright starts the browser as a process group leader).
     const launcher = join(dir, 'launch.sh');
-    const argv = sandboxArgv(this.options.chromium.executablePath, [], { isolateNetwork: this.options.isolateNetwork, maxFileBytes: this.options.maxOutputBytes });
-    await writeFile(launcher, `#!/bin/sh\necho $$ > ${shellQuote(pidFile)}\nexec ${argv.map(shellQuote).join(' ')} "$@"\n`);
+    const argv = sandboxArgv(this.options.chromium.executablePath, [], {
+      isolateNetwork: this.options.isolateNetwork,
+      maxFileBytes: this.options.maxOutputBytes,
+    });
+    await writeFile(
+      launcher,
+      `#!/bin/sh\necho $$ > ${shellQuote(pidFile)}\nexec ${argv.map(shellQuote).join(' ')} "$@"\n`,
+    );
     await chmod(launcher, 0o700);
     const browser = await chromium.launch({
       executablePath: launcher,
       headless: true,
       args: CHROMIUM_FLAGS,
       // TMPDIR stays short: Chromium puts its singleton socket there (sun_path is 108 bytes).
-      env: cleanEnvironment(dir, { TMPDIR: '/tmp', XDG_CONFIG_HOME: join(dir, 'config'), XDG_CACHE_HOME: join(dir, 'cache') }),
+      env: cleanEnvironment(dir, {
+        TMPDIR: '/tmp',
+        XDG_CONFIG_HOME: join(dir, 'config'),
+        XDG_CACHE_HOME: join(dir, 'cache'),
+      }),
       timeout: 30_000,
       handleSIGINT: false,
       handleSIGTERM: false,

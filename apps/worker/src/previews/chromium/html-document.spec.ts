@@ -3,7 +3,9 @@ import { decodeText, escapeHtml, htmlContentType, markdownToHtml, PREVIEW_CSP, t
 
 describe('text and Markdown to HTML', () => {
   it('escapes every character that could open markup', () => {
-    expect(escapeHtml(`<script>alert("x") & 'y'</script>`)).toBe('&lt;script&gt;alert(&quot;x&quot;) &amp; &#39;y&#39;&lt;/script&gt;');
+    expect(escapeHtml(`<script>alert("x") & 'y'</script>`)).toBe(
+      '&lt;script&gt;alert(&quot;x&quot;) &amp; &#39;y&#39;&lt;/script&gt;',
+    );
   });
 
   it('text lands escaped in a <pre>, and the title is escaped too', () => {
@@ -14,7 +16,10 @@ describe('text and Markdown to HTML', () => {
   });
 
   it('Markdown renders, but raw HTML in it stays text', () => {
-    const html = markdownToHtml('# Title\n\n<script>alert(1)</script>\n\n<iframe src="file:///etc/passwd"></iframe>\n\n**bold**', 'notes.md');
+    const html = markdownToHtml(
+      '# Title\n\n<script>alert(1)</script>\n\n<iframe src="file:///etc/passwd"></iframe>\n\n**bold**',
+      'notes.md',
+    );
     expect(html).toContain('<h1>Title</h1>');
     expect(html).toContain('<strong>bold</strong>');
     expect(html).not.toContain('<script>');

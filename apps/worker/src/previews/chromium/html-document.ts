@@ -5,12 +5,26 @@ import MarkdownIt from 'markdown-it';
  * (`html: false`), so a Markdown file cannot smuggle tags in; text is escaped into a <pre>. User HTML is
  * printed as given; what it may load is limited by the response's CSP and the request filter, not here.
  */
-export const PREVIEW_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline' data:; font-src data:; media-src data:; frame-src 'none'; form-action 'none'; base-uri 'none'";
+export const PREVIEW_CSP = [
+  "default-src 'none'",
+  'img-src data:',
+  "style-src 'unsafe-inline' data:",
+  'font-src data:',
+  'media-src data:',
+  "frame-src 'none'",
+  "form-action 'none'",
+  "base-uri 'none'",
+].join('; ');
 
 const markdown = new MarkdownIt({ html: false, linkify: false, typographer: false });
 
 export function escapeHtml(text: string): string {
-  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+  return text
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&#39;');
 }
 
 const PAGE_STYLE = `

@@ -27,18 +27,23 @@ export class ImageConverter implements PdfConverter {
   }
 
   async available(): Promise<Availability> {
-    const missing = [...DECODABLE].filter((format) => !(sharp.format as unknown as Record<string, { input?: { file?: boolean } }>)[format]?.input?.file);
+    const missing = [...DECODABLE].filter(
+      (format) => !(sharp.format as unknown as Record<string, { input?: { file?: boolean } }>)[format]?.input?.file,
+    );
     return missing.length ? { ok: false, reason: `sharp cannot decode ${missing.join(', ')}` } : { ok: true };
   }
 
   async convert(input: ConversionInput, output: ConversionOutput, signal: AbortSignal): Promise<void> {
-    if (!this.accepts(input)) throw new ConversionError('unsupported_type', `not an image: ${input.filename} (${input.contentType})`);
+    if (!this.accepts(input))
+      throw new ConversionError('unsupported_type', `not an image: ${input.filename} (${input.contentType})`);
     try {
       const pdf = await this.render(input.path, signal);
-      if (!hasPdfHeader(Buffer.from(pdf.subarray(0, 1024)))) throw new ConversionError('invalid_output', 'pdf-lib wrote no PDF header');
+      if (!hasPdfHeader(Buffer.from(pdf.subarray(0, 1024))))
+        throw new ConversionError('invalid_output', 'pdf-lib wrote no PDF header');
       // The in-process check: the bytes parse back into a document with one page.
       const check = await PDFDocument.load(pdf, { updateMetadata: false });
-      if (check.getPageCount() !== 1) throw new ConversionError('invalid_output', `expected 1 page, got ${check.getPageCount()}`);
+      if (check.getPageCount() !== 1)
+        throw new ConversionError('invalid_output', `expected 1 page, got ${check.getPageCount()}`);
       if (signal.aborted) throw new ConversionError('aborted', 'conversion aborted');
       await writeFile(output.path, pdf);
     } catch (error) {
@@ -50,22 +55,37 @@ export class ImageConverter implements PdfConverter {
 
   private async render(path: string, signal: AbortSignal): Promise<Uint8Array> {
     const { maxInputPixels, maxPlacedPixels } = this.options.image;
-    const source = sharp(path, { limitInputPixels: maxInputPixels, failOn: 'error', animated: false, sequentialRead: true });
+    const source = sharp(path, {
+      limitInputPixels: maxInputPixels,
+      failOn: 'error',
+      animated: false,
+      sequentialRead: true,
+    });
     let metadata: sharp.Metadata;
     try {
       metadata = await source.metadata();
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      if (/pixel limit/i.test(message)) throw new ConversionError('too_large', `image is over ${maxInputPixels} pixels`, { cause: error });
+      if (/pixel limit/i.test(message))
+        throw new ConversionError('too_large', `image is over ${maxInputPixels} pixels`, { cause: error });
       throw new ConversionError('corrupt_document', `not a readable image: ${message}`, { cause: error });
     }
-    if (!metadata.format || !DECODABLE.has(metadata.format)) throw new ConversionError('corrupt_document', `decoded as ${metadata.format ?? 'nothing'}, not png/jpeg/gif/webp`);
+    if (!metadata.format || !DECODABLE.has(metadata.format))
+      throw new ConversionError(
+        'corrupt_document',
+        `decoded as ${metadata.format ?? 'nothing'}, not png/jpeg/gif/webp`,
+      );
     if (!metadata.width || !metadata.height) throw new ConversionError('corrupt_document', 'image has no size');
-    if (metadata.width * metadata.height > maxInputPixels) throw new ConversionError('too_large', `image is over ${maxInputPixels} pixels`);
+    if (metadata.width * metadata.height > maxInputPixels)
+      throw new ConversionError('too_large', `image is over ${maxInputPixels} pixels`);
     const rotated = (metadata.orientation ?? 1) >= 5;
     const width = rotated ? metadata.height : metadata.width;
     const height = rotated ? metadata.width : metadata.height;
-    const isPlainJpeg = metadata.format === 'jpeg' && (metadata.orientation ?? 1) === 1 && metadata.space !== 'cmyk' && Math.max(width, height) <= maxPlacedPixels;
+    const isPlainJpeg =
+      metadata.format === 'jpeg' &&
+      (metadata.orientation ?? 1) === 1 &&
+      metadata.space !== 'cmyk' &&
+      Math.max(width, height) <= maxPlacedPixels;
 
     let bytes: Buffer;
     let kind: 'jpeg' | 'png';
@@ -79,10 +99,17 @@ export class ImageConverter implements PdfConverter {
           .resize({ width: maxPlacedPixels, height: maxPlacedPixels, fit: 'inside', withoutEnlargement: true })
           .toColourspace('srgb');
         kind = metadata.hasAlpha ? 'png' : 'jpeg';
-        bytes = kind === 'png' ? await pipeline.png({ compressionLevel: 6 }).toBuffer() : await pipeline.jpeg({ quality: 90 }).toBuffer();
+        bytes =
+          kind === 'png'
+            ? await pipeline.png({ compressionLevel: 6 }).toBuffer()
+            : await pipeline.jpeg({ quality: 90 }).toBuffer();
       }
     } catch (error) {
-      throw new ConversionError('corrupt_document', `cannot decode the image: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      throw new ConversionError(
+        'corrupt_document',
+        `cannot decode the image: ${error instanceof Error ? error.message : String(error)}`,
+        { cause: error },
+      );
     }
     if (signal.aborted) throw new ConversionError('aborted', 'conversion aborted');
 

@@ -18,7 +18,11 @@ export function pagePlacement(pixelWidth: number, pixelHeight: number): Placemen
   const landscape = pixelWidth > pixelHeight;
   const pageWidth = landscape ? A4.height : A4.width;
   const pageHeight = landscape ? A4.width : A4.height;
-  const scale = Math.min((pageWidth - 2 * PAGE_MARGIN) / pixelWidth, (pageHeight - 2 * PAGE_MARGIN) / pixelHeight, POINTS_PER_PIXEL);
+  const scale = Math.min(
+    (pageWidth - 2 * PAGE_MARGIN) / pixelWidth,
+    (pageHeight - 2 * PAGE_MARGIN) / pixelHeight,
+    POINTS_PER_PIXEL,
+  );
   const width = pixelWidth * scale;
   const height = pixelHeight * scale;
   return { pageWidth, pageHeight, x: (pageWidth - width) / 2, y: (pageHeight - height) / 2, width, height };

@@ -1,9 +1,8 @@
-import type { ChildProcess } from 'node:child_process';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { ConversionError } from '../conversion.error';
-import { cleanEnvironment, type ProcessRunner, type SandboxLimits } from '../sandbox/sandbox';
+import { cleanEnvironment, type ProcessRunner, type SandboxedProcess, type SandboxLimits } from '../sandbox/sandbox';
 import { registryModifications } from './office-profile';
 
 export interface OfficeProcessSettings {
@@ -43,7 +42,7 @@ const STDERR_KEEP = 8 * 1024;
  * fresh profile (so nothing a document did to the profile outlives it).
  */
 export class OfficeProcess {
-  private child: ChildProcess | undefined;
+  private child: SandboxedProcess | undefined;
   private nextId = 1;
   private pending = new Map<number, (reply: BridgeReply) => void>();
   private stderrTail = '';
@@ -79,11 +78,20 @@ export class OfficeProcess {
     await rm(this.settings.dir, { recursive: true, force: true });
     await mkdir(join(this.profileDir, 'user'), { recursive: true, mode: 0o700 });
     await mkdir(this.ioDir, { recursive: true, mode: 0o700 });
-    await writeFile(join(this.profileDir, 'user', 'registrymodifications.xcu'), registryModifications({ productVersion: this.settings.productVersion }));
+    await writeFile(
+      join(this.profileDir, 'user', 'registrymodifications.xcu'),
+      registryModifications({ productVersion: this.settings.productVersion }),
+    );
 
     const child = this.runner.spawn({
       command: this.settings.pythonPath,
-      args: [this.settings.bridgeScript, this.settings.sofficePath, this.profileDir, this.settings.pipeName, String(this.settings.startTimeoutMs)],
+      args: [
+        this.settings.bridgeScript,
+        this.settings.sofficePath,
+        this.profileDir,
+        this.settings.pipeName,
+        String(this.settings.startTimeoutMs),
+      ],
       limits: this.settings.limits,
       env: cleanEnvironment(this.profileDir, { SAL_USE_VCLPLUGIN: 'svp', PYTHONDONTWRITEBYTECODE: '1' }),
       cwd: this.ioDir,
@@ -93,7 +101,11 @@ export class OfficeProcess {
       this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-STDERR_KEEP);
     });
     const ready = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new ConversionError('unavailable', `soffice did not start within ${this.settings.startTimeoutMs} ms`)), this.settings.startTimeoutMs + 2_000);
+      const timer = setTimeout(
+        () =>
+          reject(new ConversionError('unavailable', `soffice did not start within ${this.settings.startTimeoutMs} ms`)),
+        this.settings.startTimeoutMs + 2_000,
+      );
       const lines = createInterface({ input: child.stdout! });
       lines.on('line', (line) => {
         let reply: BridgeReply;
@@ -113,7 +125,9 @@ export class OfficeProcess {
       });
       child.on('error', (error) => {
         clearTimeout(timer);
-        reject(new ConversionError('unavailable', `cannot start the office bridge: ${error.message}`, { cause: error }));
+        reject(
+          new ConversionError('unavailable', `cannot start the office bridge: ${error.message}`, { cause: error }),
+        );
       });
       child.on('exit', (code, signal) => {
         this.exited = true;
@@ -137,14 +151,24 @@ export class OfficeProcess {
   /** One conversion; the caller owns the timeout and kills this process when it fires. */
   convert(job: OfficeJob): Promise<void> {
     const child = this.child;
-    if (!child || this.exited) return Promise.reject(new ConversionError('process_crashed', 'office process is not running'));
+    if (!child || this.exited)
+      return Promise.reject(new ConversionError('process_crashed', 'office process is not running'));
     const id = this.nextId++;
     this.conversions++;
     return new Promise<void>((resolve, reject) => {
       this.pending.set(id, (reply) => {
         if (reply.ok) return resolve();
-        if (reply.error === 'load_failed') return reject(new ConversionError('corrupt_document', `LibreOffice could not open the file: ${reply.message ?? ''}`.trim()));
-        if (reply.error === 'export_failed') return reject(new ConversionError('invalid_output', `LibreOffice could not export a PDF: ${reply.message ?? ''}`.trim()));
+        if (reply.error === 'load_failed')
+          return reject(
+            new ConversionError(
+              'corrupt_document',
+              `LibreOffice could not open the file: ${reply.message ?? ''}`.trim(),
+            ),
+          );
+        if (reply.error === 'export_failed')
+          return reject(
+            new ConversionError('invalid_output', `LibreOffice could not export a PDF: ${reply.message ?? ''}`.trim()),
+          );
         reject(new ConversionError('process_crashed', reply.message ?? 'office process died'));
       });
       child.stdin!.write(`${JSON.stringify({ id, ...job })}\n`, (error) => {

@@ -6,7 +6,9 @@ describe('the LibreOffice profile', () => {
   it('records the installed version (skips the first-start self-test) and locks macros and links down', () => {
     const xml = registryModifications({ productVersion: '7.4' });
     expect(xml).toContain('<prop oor:name="ooSetupLastVersion" oor:op="fuse"><value>7.4</value>');
-    const byName = Object.fromEntries(profileItems({ productVersion: '7.4' }).map((item) => [`${item.path}#${item.prop}`, item.value]));
+    const byName = Object.fromEntries(
+      profileItems({ productVersion: '7.4' }).map((item) => [`${item.path}#${item.prop}`, item.value]),
+    );
     expect(byName['/org.openoffice.Office.Common/Security/Scripting#MacroSecurityLevel']).toBe(3);
     expect(byName['/org.openoffice.Office.Common/Security/Scripting#DisableMacrosExecution']).toBe(true);
     expect(byName['/org.openoffice.Office.Common/Security/Scripting#BlockUntrustedRefererLinks']).toBe(true);

@@ -37,11 +37,14 @@ export function profileItems(settings: ProfileSettings): Item[] {
   ];
 }
 
-const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+const escapeXml = (text: string) =>
+  text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
 export function registryModifications(settings: ProfileSettings): string {
   const lines = profileItems(settings).map(
-    (item) => `<item oor:path="${escapeXml(item.path)}"><prop oor:name="${escapeXml(item.prop)}" oor:op="fuse"><value>${escapeXml(String(item.value))}</value></prop></item>`,
+    (item) =>
+      `<item oor:path="${escapeXml(item.path)}"><prop oor:name="${escapeXml(item.prop)}" oor:op="fuse">` +
+      `<value>${escapeXml(String(item.value))}</value></prop></item>`,
   );
   return [
     '<?xml version="1.0" encoding="UTF-8"?>',

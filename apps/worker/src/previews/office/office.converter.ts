@@ -51,8 +51,18 @@ export class OfficeConverter implements PdfConverter {
     private readonly runner: ProcessRunner,
     private readonly validator: PdfValidator,
   ) {
-    this.slots = Array.from({ length: Math.max(1, options.office.poolSize) }, (_, index) => ({ index, generation: 0, process: undefined, starting: undefined, busy: false }));
-    this.limits = { isolateNetwork: options.isolateNetwork, addressSpaceBytes: options.office.addressSpaceBytes, maxFileBytes: options.maxOutputBytes };
+    this.slots = Array.from({ length: Math.max(1, options.office.poolSize) }, (_, index) => ({
+      index,
+      generation: 0,
+      process: undefined,
+      starting: undefined,
+      busy: false,
+    }));
+    this.limits = {
+      isolateNetwork: options.isolateNetwork,
+      addressSpaceBytes: options.office.addressSpaceBytes,
+      maxFileBytes: options.maxOutputBytes,
+    };
   }
 
   accepts(input: { contentType: string; filename: string }): boolean {
@@ -94,12 +104,14 @@ export class OfficeConverter implements PdfConverter {
 
   async convert(input: ConversionInput, output: ConversionOutput, signal: AbortSignal): Promise<void> {
     const type = previewTypeOf(input);
-    if (type?.kind !== 'office') throw new ConversionError('unsupported_type', `not an office document: ${input.filename} (${input.contentType})`);
+    if (type?.kind !== 'office')
+      throw new ConversionError('unsupported_type', `not an office document: ${input.filename} (${input.contentType})`);
     const extension = type.extension as OfficeExtension;
     const head = await readHead(input.path, 16).catch((error: unknown) => {
       throw new ConversionError('corrupt_document', 'cannot read the input', { cause: error });
     });
-    if (!matchesMagic(extension, head)) throw new ConversionError('corrupt_document', `the file is not a ${extension} document (wrong signature)`);
+    if (!matchesMagic(extension, head))
+      throw new ConversionError('corrupt_document', `the file is not a ${extension} document (wrong signature)`);
     if (signal.aborted) throw new ConversionError('aborted', 'conversion aborted');
 
     const slot = await this.acquire(signal);
@@ -112,7 +124,16 @@ export class OfficeConverter implements PdfConverter {
       await rm(target, { force: true });
       await copyFile(input.path, source);
       try {
-        await this.withDeadline(process, signal, process.convert({ input: source, output: target, filter: OFFICE_IMPORTS[extension].filter, filterOptions: OFFICE_IMPORTS[extension].filterOptions }));
+        await this.withDeadline(
+          process,
+          signal,
+          process.convert({
+            input: source,
+            output: target,
+            filter: OFFICE_IMPORTS[extension].filter,
+            filterOptions: OFFICE_IMPORTS[extension].filterOptions,
+          }),
+        );
         await this.validator.check(target, 'invalid_output', signal);
         await copyFile(target, output.path);
       } finally {
@@ -139,10 +160,21 @@ export class OfficeConverter implements PdfConverter {
 
   private version$(): Promise<string> {
     this.productVersion ??= this.runner
-      .run({ command: this.options.office.sofficePath, args: ['--version'], limits: this.limits, env: cleanEnvironment(this.options.workDir), cwd: '/', timeoutMs: 20_000 })
+      .run({
+        command: this.options.office.sofficePath,
+        args: ['--version'],
+        limits: this.limits,
+        env: cleanEnvironment(this.options.workDir),
+        cwd: '/',
+        timeoutMs: 20_000,
+      })
       .then((result) => {
         const version = productVersionOf(result.stdout);
-        if (!version) throw new ConversionError('unavailable', `cannot read the LibreOffice version: ${(result.stdout + result.stderr).trim().slice(0, 200)}`);
+        if (!version)
+          throw new ConversionError(
+            'unavailable',
+            `cannot read the LibreOffice version: ${(result.stdout + result.stderr).trim().slice(0, 200)}`,
+          );
         return version;
       })
       .catch((error: unknown) => {
@@ -192,7 +224,9 @@ export class OfficeConverter implements PdfConverter {
     const stopped = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         void process.stop();
-        reject(new ConversionError('timeout', `conversion ran past ${this.options.timeoutMs} ms; LibreOffice was killed`));
+        reject(
+          new ConversionError('timeout', `conversion ran past ${this.options.timeoutMs} ms; LibreOffice was killed`),
+        );
       }, this.options.timeoutMs);
       onAbort = () => {
         void process.stop();

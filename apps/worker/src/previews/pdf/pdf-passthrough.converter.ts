@@ -20,7 +20,8 @@ export class PdfPassthroughConverter implements PdfConverter {
   }
 
   async convert(input: ConversionInput, output: ConversionOutput, signal: AbortSignal): Promise<void> {
-    if (!this.accepts(input)) throw new ConversionError('unsupported_type', `not a PDF: ${input.filename} (${input.contentType})`);
+    if (!this.accepts(input))
+      throw new ConversionError('unsupported_type', `not a PDF: ${input.filename} (${input.contentType})`);
     try {
       await this.validator.check(input.path, 'corrupt_document', signal);
       await copyFile(input.path, output.path);

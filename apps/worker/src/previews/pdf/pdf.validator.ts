@@ -59,8 +59,17 @@ export class PdfValidator {
 
   async probe(): Promise<{ ok: boolean; reason?: string }> {
     try {
-      const result = await this.runner.run({ command: this.qpdfPath, args: ['--version'], limits: this.limits, env: cleanEnvironment(this.scratchDir), cwd: this.scratchDir, timeoutMs: 10_000 });
-      return result.code === 0 ? { ok: true } : { ok: false, reason: `qpdf --version exited ${result.code}: ${result.stderr.trim()}` };
+      const result = await this.runner.run({
+        command: this.qpdfPath,
+        args: ['--version'],
+        limits: this.limits,
+        env: cleanEnvironment(this.scratchDir),
+        cwd: this.scratchDir,
+        timeoutMs: 10_000,
+      });
+      return result.code === 0
+        ? { ok: true }
+        : { ok: false, reason: `qpdf --version exited ${result.code}: ${result.stderr.trim()}` };
     } catch (error) {
       return { ok: false, reason: error instanceof Error ? error.message : String(error) };
     }

@@ -1,4 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+
+/** A converter process started by the sandbox. */
+export type SandboxedProcess = ChildProcess;
 import { ConversionError } from '../conversion.error';
 
 /** How a converter process is confined. */
@@ -21,7 +24,12 @@ export function cleanEnvironment(home: string, extra: Record<string, string> = {
  * needs unprivileged user namespaces), then `prlimit` with the limits and no core dumps. Both exec in
  * place, so the pid spawned is the converter's and its process group is the converter's tree.
  */
-export function sandboxArgv(command: string, args: readonly string[], limits: SandboxLimits, isRoot = process.getuid?.() === 0): string[] {
+export function sandboxArgv(
+  command: string,
+  args: readonly string[],
+  limits: SandboxLimits,
+  isRoot = process.getuid?.() === 0,
+): string[] {
   const argv: string[] = [];
   if (limits.isolateNetwork) argv.push('unshare', '--net', ...(isRoot ? [] : ['--map-root-user']), '--');
   argv.push('prlimit', '--core=0');
@@ -84,13 +92,18 @@ export class ProcessRunner {
         failure ??= error;
         this.killGroup(child);
       };
-      const timer = setTimeout(() => stop(new ConversionError('timeout', `${options.command} ran past ${options.timeoutMs} ms`)), options.timeoutMs);
+      const timer = setTimeout(
+        () => stop(new ConversionError('timeout', `${options.command} ran past ${options.timeoutMs} ms`)),
+        options.timeoutMs,
+      );
       const onAbort = () => stop(new ConversionError('aborted', 'conversion aborted'));
       options.signal?.addEventListener('abort', onAbort, { once: true });
       child.on('error', (error) => {
         clearTimeout(timer);
         options.signal?.removeEventListener('abort', onAbort);
-        reject(new ConversionError('unavailable', `cannot start ${options.command}: ${error.message}`, { cause: error }));
+        reject(
+          new ConversionError('unavailable', `cannot start ${options.command}: ${error.message}`, { cause: error }),
+        );
       });
       child.on('close', (code, signal) => {
         clearTimeout(timer);

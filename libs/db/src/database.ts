@@ -1,0 +1,19 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { PrismaService } from './prisma.service';
+import { PrincipalRepository } from './repositories/principal.repository';
+
+/** Readiness of Postgres, for /readyz: the apps ask this, never the client itself. */
+@Injectable()
+export class DatabaseHealth {
+  constructor(@Inject(PrismaService) private readonly prisma: PrismaService) {}
+
+  ping(): Promise<void> {
+    return this.prisma.ping();
+  }
+}
+
+/** The principals and keys of a database, for a command-line tool outside the services; close it when done. */
+export function openPrincipals(databaseUrl: string): { principals: PrincipalRepository; close(): Promise<void> } {
+  const prisma = new PrismaService(databaseUrl, 1);
+  return { principals: new PrincipalRepository(prisma), close: () => prisma.$disconnect() };
+}
