@@ -1,0 +1,129 @@
+import { Readable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { JOB } from '@app/contracts';
+import { fileUpload, gatewayServices, readDownload } from '../../../../test/fakes/gateway';
+import { USER_ORIGIN } from '../auth/task-scope';
+
+const ALICE = '00000000-0000-4000-8000-00000000000a';
+const BOB = '00000000-0000-4000-8000-00000000000b';
+const never = () => false;
+
+async function world(config: Record<string, string> = {}, converters = ['libreoffice', 'chromium', 'image', 'pdf']) {
+  const services = gatewayServices({ config: { PREVIEW_TIMEOUT_MS: '1000', ...config } });
+  await services.platform.converterStatus.save(converters.map((name) => ({ name, available: true, reason: null })));
+  const session = await services.sessions.create(ALICE, {});
+  const containerId = session.currentContainerId!;
+  const put = (filename: string, data: string) =>
+    services.containerFiles.upload(ALICE, containerId, fileUpload(filename, data), USER_ORIGIN);
+  return { ...services, containerId, put };
+}
+
+/** What a worker does with a queued conversion: a PDF is staged, and the row turns READY in one unit of work. */
+async function convertQueued(services: Awaited<ReturnType<typeof world>>, pdf = '%PDF-1.7 converted') {
+  for (const { previewId, generation } of services.platform.jobs.jobs(JOB.convertPreview)) {
+    const row = services.platform.memory.tables.previews.find((preview) => preview.id === previewId)!;
+    const staged = await services.platform.stager.stage(row.principalId, Readable.from([Buffer.from(pdf)]), {
+      maxBytes: 1 << 20,
+    });
+    await services.platform.uow.run(
+      async (work) => {
+        if (
+          await work.previews.markReady(previewId, generation, {
+            objectId: staged.id,
+            bytes: staged.bytes,
+            sha256: staged.sha256,
+            converter: 'libreoffice',
+          })
+        )
+          await work.adopt(staged);
+      },
+      { staged: [staged] },
+    );
+  }
+}
+
+describe('PreviewsService', () => {
+  it('answers 501 when previews are off or no worker has the converter, before queueing anything', async () => {
+    const off = await world({ PREVIEW_ENABLED: 'false' });
+    const doc = await off.put('a.docx', 'doc');
+    await expect(off.previews.preview(ALICE, off.containerId, doc.id, never)).rejects.toMatchObject({
+      code: 'preview_unavailable',
+    });
+    const noOffice = await world({}, ['chromium']);
+    const other = await noOffice.put('a.docx', 'doc');
+    await expect(noOffice.previews.preview(ALICE, noOffice.containerId, other.id, never)).rejects.toMatchObject({
+      code: 'preview_unavailable',
+    });
+    expect(noOffice.platform.jobs.added).toEqual([]);
+  });
+
+  it('serves a PDF as it is, inline, and refuses an unknown type for good (502, no retry)', async () => {
+    const services = await world();
+    const pdf = await services.put('paper.pdf', '%PDF-1.4 original');
+    const download = await services.previews.preview(ALICE, services.containerId, pdf.id, never);
+    expect(download).toMatchObject({ contentType: 'application/pdf', disposition: 'inline', filename: 'paper.pdf' });
+    expect((await readDownload(download)).toString()).toBe('%PDF-1.4 original');
+    const zip = await services.put('bundle.zip', 'PK');
+    await expect(services.previews.preview(ALICE, services.containerId, zip.id, never)).rejects.toMatchObject({
+      code: 'preview_failed',
+      headers: { 'x-should-retry': 'false' },
+    });
+    expect(services.platform.jobs.added).toEqual([]);
+  });
+
+  it('converts identical content once: concurrent requests share one row and one job id, and all get the PDF', async () => {
+    const services = await world();
+    const first = await services.put('report.docx', 'same bytes');
+    const twin = await services.put('copy.docx', 'same bytes');
+    const requests = [first, twin, first].map((file) =>
+      services.previews.preview(ALICE, services.containerId, file.id, never),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(new Set(services.platform.jobs.jobs(JOB.convertPreview).map((job) => job.previewId)).size).toBe(1);
+    await convertQueued(services);
+    const downloads = await Promise.all(requests);
+    for (const download of downloads) expect((await readDownload(download)).toString()).toBe('%PDF-1.7 converted');
+    expect(downloads.map((download) => download.filename)).toEqual(['report.pdf', 'copy.pdf', 'report.pdf']);
+    expect(services.platform.memory.tables.previews).toHaveLength(1);
+    expect(services.platform.memory.miscounted()).toEqual([]);
+  });
+
+  it('a permanent failure is 502 without retry; a transient one is tried again as a new generation', async () => {
+    const services = await world();
+    const doc = await services.put('broken.docx', 'broken');
+    const waiting = services.previews.preview(ALICE, services.containerId, doc.id, never);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const row = services.platform.memory.tables.previews[0];
+    await services.platform.previews.markFailed(row.id, 0, {
+      code: 'timeout',
+      message: 'took too long',
+      permanent: false,
+    });
+    await expect(waiting).rejects.toMatchObject({ code: 'preview_failed', headers: {} });
+    const again = services.previews.preview(ALICE, services.containerId, doc.id, never);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(services.platform.jobs.jobs(JOB.convertPreview).map((job) => job.generation)).toEqual([0, 1]);
+    await services.platform.previews.markFailed(row.id, 1, {
+      code: 'corrupt_document',
+      message: 'not a document',
+      permanent: true,
+    });
+    await expect(again).rejects.toMatchObject({ code: 'preview_failed', headers: { 'x-should-retry': 'false' } });
+    await expect(services.previews.preview(ALICE, services.containerId, doc.id, never)).rejects.toMatchObject({
+      message: expect.stringContaining('corrupt_document'),
+    });
+    expect(services.platform.jobs.jobs(JOB.convertPreview)).toHaveLength(2);
+  });
+
+  it('stops waiting when the conversion outlasts the timeout or the client goes away, with a retryable 502', async () => {
+    const services = await world({ PREVIEW_TIMEOUT_MS: '1000' });
+    const doc = await services.put('slow.docx', 'slow');
+    let gone = false;
+    const waiting = services.previews.preview(ALICE, services.containerId, doc.id, () => gone);
+    gone = true;
+    await expect(waiting).rejects.toMatchObject({ code: 'preview_failed', headers: {} });
+    await expect(services.previews.preview(BOB, services.containerId, doc.id, never)).rejects.toMatchObject({
+      code: 'not_found',
+    });
+  });
+});

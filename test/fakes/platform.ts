@@ -1,0 +1,215 @@
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import pino from 'pino';
+import {
+  ApiError,
+  JobBus,
+  ObjectStore,
+  type ByteRange,
+  type ObjectRead,
+  type PutOptions,
+  type QueueDepth,
+} from '@app/common';
+import type { JobName, JobPayloads, StoredObjectReceipt } from '@app/contracts';
+import { ObjectStager, UnitOfWork, Work, type RunOptions, type StagedObject } from '@app/db';
+import { Memory, UNBOUND } from './memory';
+import {
+  MemoryArchives,
+  MemoryContainerFiles,
+  MemoryContainers,
+  MemoryConverterStatus,
+  MemoryFiles,
+  MemoryPreviews,
+  MemoryResponses,
+  MemorySessions,
+  MemoryStoredObjects,
+} from './repositories';
+
+export const silentLogger = pino({ level: 'silent' });
+
+/** Object bytes in a map: the store's contract (cap, hash, ranges, abort) without a server. */
+export class InMemoryObjectStore extends ObjectStore {
+  readonly objects = new Map<string, Buffer>();
+
+  async put(key: string, body: Readable, options: PutOptions): Promise<StoredObjectReceipt> {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of body) {
+      if (options.signal?.aborted) throw options.signal.reason ?? new Error('put cancelled');
+      size += (chunk as Buffer).length;
+      if (size > options.maxBytes) {
+        body.destroy();
+        throw new ApiError('file_too_large', `The object is larger than ${options.maxBytes} bytes.`, 'file');
+      }
+      chunks.push(chunk as Buffer);
+    }
+    if (options.signal?.aborted) throw options.signal.reason ?? new Error('put cancelled');
+    const bytes = Buffer.concat(chunks);
+    this.objects.set(key, bytes);
+    return { key, bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') };
+  }
+
+  async get(key: string, range?: ByteRange): Promise<ObjectRead> {
+    const bytes = this.objects.get(key);
+    if (!bytes) throw ApiError.notFound('object');
+    const part = range ? bytes.subarray(range.start, range.end + 1) : bytes;
+    return { status: range ? 206 : 200, body: Readable.from([part]), contentLength: part.length };
+  }
+
+  async delete(key: string): Promise<void> {
+    this.objects.delete(key);
+  }
+}
+
+/** Records what would have gone to Redis. */
+export class RecordingJobBus extends JobBus {
+  readonly added: { name: JobName; payload: unknown }[] = [];
+  readonly purged: string[] = [];
+
+  constructor() {
+    super(UNBOUND as never, UNBOUND as never, UNBOUND as never, silentLogger);
+  }
+
+  override async add<N extends JobName>(name: N, payloads: JobPayloads[N][]): Promise<void> {
+    for (const payload of payloads) this.added.push({ name, payload });
+  }
+
+  override async purge(objectIds: string[]): Promise<void> {
+    this.purged.push(...objectIds);
+  }
+
+  override async depth(): Promise<QueueDepth> {
+    return { waiting: 0, active: 0, delayed: 0, failed: 0 };
+  }
+
+  override async ping(): Promise<void> {}
+
+  jobs<N extends JobName>(name: N): JobPayloads[N][] {
+    return this.added.filter((job) => job.name === name).map((job) => job.payload as JobPayloads[N]);
+  }
+}
+
+class MemoryWork extends Work {
+  readonly files: MemoryFiles;
+  readonly sessions: MemorySessions;
+  readonly containers: MemoryContainers;
+  readonly containerFiles: MemoryContainerFiles;
+  readonly responses: MemoryResponses;
+  readonly previews: MemoryPreviews;
+  readonly archives: MemoryArchives;
+  private readonly objects: MemoryStoredObjects;
+  readonly adopted = new Set<string>();
+  readonly purging: string[] = [];
+
+  constructor(memory: Memory) {
+    super();
+    this.files = new MemoryFiles(memory);
+    this.sessions = new MemorySessions(memory);
+    this.containers = new MemoryContainers(memory);
+    this.containerFiles = new MemoryContainerFiles(memory);
+    this.responses = new MemoryResponses(memory);
+    this.previews = new MemoryPreviews(memory);
+    this.archives = new MemoryArchives(memory);
+    this.objects = new MemoryStoredObjects(memory);
+  }
+
+  async adopt(object: StagedObject): Promise<void> {
+    await this.objects.markReady(object.principalId, object.id, object.bytes, object.sha256);
+    this.adopted.add(object.id);
+  }
+
+  retain(principalId: string, objectId: string): Promise<boolean> {
+    return this.objects.retain(principalId, objectId);
+  }
+
+  async release(objectIds: string[]): Promise<void> {
+    this.purging.push(...(await this.objects.release(objectIds)));
+  }
+}
+
+/**
+ * The unit of work over the in-memory tables: a rollback restores the snapshot taken at its start, and
+ * staged objects are discarded by the real ObjectStager, as in production. Works run one at a time.
+ */
+export class MemoryUnitOfWork extends UnitOfWork {
+  private queue: Promise<unknown> = Promise.resolve();
+  commits = 0;
+  rollbacks = 0;
+
+  constructor(
+    private readonly memory: Memory,
+    private readonly stager: ObjectStager,
+    private readonly jobs: JobBus,
+  ) {
+    super();
+  }
+
+  run<T>(fn: (work: Work) => Promise<T>, options: RunOptions = {}): Promise<T> {
+    const next = this.queue.then(() => this.runNow(fn, options));
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private async runNow<T>(fn: (work: Work) => Promise<T>, options: RunOptions): Promise<T> {
+    const staged = options.staged ?? [];
+    const snapshot = this.memory.snapshot();
+    const work = new MemoryWork(this.memory);
+    let result: T;
+    try {
+      result = await fn(work);
+    } catch (error) {
+      this.memory.restore(snapshot);
+      this.rollbacks++;
+      await this.stager.discard(staged);
+      throw error;
+    }
+    this.commits++;
+    await this.stager.discard(staged.filter((object) => !work.adopted.has(object.id)));
+    await this.jobs.purge(work.purging);
+    return result;
+  }
+}
+
+/** A whole platform in memory: tables, bytes, queue, stager and unit of work, and the repositories outside it. */
+export function inMemoryPlatform() {
+  const memory = new Memory();
+  const store = new InMemoryObjectStore();
+  const jobs = new RecordingJobBus();
+  const objects = new MemoryStoredObjects(memory);
+  const stager = new ObjectStager(objects, store, jobs, silentLogger);
+  const uow = new MemoryUnitOfWork(memory, stager, jobs);
+  return {
+    memory,
+    store,
+    jobs,
+    stager,
+    uow,
+    objects,
+    files: new MemoryFiles(memory),
+    sessions: new MemorySessions(memory),
+    containers: new MemoryContainers(memory),
+    containerFiles: new MemoryContainerFiles(memory),
+    responses: new MemoryResponses(memory),
+    previews: new MemoryPreviews(memory),
+    archives: new MemoryArchives(memory),
+    converterStatus: new MemoryConverterStatus(memory),
+  };
+}
+
+export type InMemoryPlatform = ReturnType<typeof inMemoryPlatform>;
+
+/**
+ * What the worker's purge jobs would do with what the units of work queued: bytes and rows of unreferenced
+ * objects go.
+ */
+export async function runPurges(platform: InMemoryPlatform): Promise<number> {
+  let purged = 0;
+  for (const id of platform.jobs.purged.splice(0)) {
+    const object = await platform.objects.find(id);
+    if (!object || object.status !== 'PURGING' || object.refCount > 0) continue;
+    await platform.store.delete(object.storageKey);
+    await platform.objects.finishPurge(id);
+    purged++;
+  }
+  return purged;
+}
