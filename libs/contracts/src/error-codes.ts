@@ -1,23 +1,82 @@
-/** Every error code of the contract (PROFILE §1) with its HTTP status and error type. */
+/**
+ * Every error code the API answers, with its HTTP status, its error type and when it is used. The
+ * error filter, the OpenAPI document and the error table of docs/api.md are all made from this table.
+ */
 export const ERROR_CODES = {
-  invalid_request: { status: 400, type: 'invalid_request_error' },
-  invalid_json: { status: 400, type: 'invalid_request_error' },
-  invalid_multipart: { status: 400, type: 'invalid_request_error' },
-  missing_file: { status: 400, type: 'invalid_request_error' },
-  invalid_filename: { status: 400, type: 'invalid_request_error' },
-  invalid_file_data: { status: 400, type: 'invalid_request_error' },
-  invalid_api_key: { status: 401, type: 'authentication_error' },
-  not_found: { status: 404, type: 'not_found_error' },
-  file_too_large: { status: 413, type: 'invalid_request_error' },
-  request_too_large: { status: 413, type: 'invalid_request_error' },
-  unsupported_media_type: { status: 415, type: 'invalid_request_error' },
-  range_not_satisfiable: { status: 416, type: 'invalid_request_error' },
-  rate_limited: { status: 429, type: 'rate_limit_error' },
-  internal_error: { status: 500, type: 'server_error' },
-  preview_unavailable: { status: 501, type: 'not_implemented_error' },
-  preview_failed: { status: 502, type: 'server_error' },
-  service_unavailable: { status: 503, type: 'server_error' },
-} as const satisfies Record<string, { status: number; type: string }>;
+  invalid_request: {
+    status: 400,
+    type: 'invalid_request_error',
+    when: 'A field or query parameter is wrong; `param` names it.',
+  },
+  invalid_json: { status: 400, type: 'invalid_request_error', when: 'The body is not valid JSON.' },
+  invalid_multipart: {
+    status: 400,
+    type: 'invalid_request_error',
+    when: 'The multipart body is malformed, incomplete, holds two file parts or too many parts.',
+  },
+  missing_file: { status: 400, type: 'invalid_request_error', when: 'An upload has no part named `file`.' },
+  invalid_filename: {
+    status: 400,
+    type: 'invalid_request_error',
+    when: 'A filename is empty, `.` or `..`, or holds a control or bidi character.',
+  },
+  invalid_file_data: {
+    status: 400,
+    type: 'invalid_request_error',
+    when: 'An inline `file_data` is not a strict base64 `data:` URL.',
+  },
+  invalid_api_key: {
+    status: 401,
+    type: 'authentication_error',
+    when: 'The API key is missing, unknown or revoked (decided before any 404).',
+  },
+  not_found: {
+    status: 404,
+    type: 'not_found_error',
+    when: 'No such route or thing, deleted, expired, another principal’s, or a malformed id: one body for all.',
+  },
+  file_too_large: {
+    status: 413,
+    type: 'invalid_request_error',
+    when: 'An upload or inline file is over its limit (see `GET /v1/limits`); nothing is kept.',
+  },
+  request_too_large: { status: 413, type: 'invalid_request_error', when: 'A JSON body is over `max_request_bytes`.' },
+  unsupported_media_type: {
+    status: 415,
+    type: 'invalid_request_error',
+    when: 'A body that is neither JSON (UTF-8, uncompressed) nor multipart where one is expected.',
+  },
+  range_not_satisfiable: {
+    status: 416,
+    type: 'invalid_request_error',
+    when: 'A `Range` outside the file (with `Content-Range: bytes */<size>`).',
+  },
+  rate_limited: {
+    status: 429,
+    type: 'rate_limit_error',
+    when: 'A per-principal limit is reached; retry after `Retry-After` seconds.',
+  },
+  internal_error: {
+    status: 500,
+    type: 'server_error',
+    when: 'A bug: logged with the request id; never a stack trace or a path in the body.',
+  },
+  preview_unavailable: {
+    status: 501,
+    type: 'not_implemented_error',
+    when: 'Previews are off, or no worker can convert this format (`x-should-retry: false`).',
+  },
+  preview_failed: {
+    status: 502,
+    type: 'server_error',
+    when: 'The file would not convert (`x-should-retry: false` when a retry cannot help) or took too long.',
+  },
+  service_unavailable: {
+    status: 503,
+    type: 'server_error',
+    when: 'A dependency is down, or an archive build failed; retry after `Retry-After` seconds.',
+  },
+} as const satisfies Record<string, { status: number; type: string; when: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 
-/** Public id prefixes (PROFILE §1). Ids are opaque: a prefix and 24 random base62 characters. */
+/** Public id prefixes (docs/api.md §1). Ids are opaque: a prefix and 24 random base62 characters. */
 export const ID_PREFIX = {
   file: 'file',
   container: 'cntr',

@@ -1,6 +1,6 @@
 import { extname } from 'node:path';
 
-/** The converter families of PROFILE §6. */
+/** The converter families of docs/api.md §6. */
 export type PreviewKind = 'office' | 'html' | 'markdown' | 'text' | 'image' | 'pdf';
 
 export interface PreviewType {

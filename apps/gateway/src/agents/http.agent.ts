@@ -84,7 +84,7 @@ export function parseAnswer(text: string): AgentResult {
 }
 
 /**
- * Forwards the task to the operator's agent service (PROFILE §4). The service reads the input files and
+ * Forwards the task to the operator's agent service (docs/api.md §4). The service reads the input files and
  * uploads its artifacts through the public API with the task token, then answers text and citations.
  */
 /** The network error's code (ECONNREFUSED …) when fetch has one, else its message. */

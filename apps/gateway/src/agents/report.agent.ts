@@ -75,7 +75,7 @@ export function renderReport(
 }
 
 /**
- * The built-in agent (PROFILE §4): writes report.md into the session's container, one line per input
+ * The built-in agent (docs/api.md §4): writes report.md into the session's container, one line per input
  * file with its filename, byte count and SHA-256 (measured by the storage service as the bytes were
  * stored), the task's text, and the first lines of text inputs; answers with text citing the report.
  */

@@ -2,7 +2,7 @@ import { ApiError } from '@app/common';
 import type { ContainerFileSource } from '@app/db';
 import type { Caller } from './auth';
 
-/** Who wrote a container file: the user, or the agent of a response (PROFILE §3). */
+/** Who wrote a container file: the user, or the agent of a response (docs/api.md §3). */
 export interface ArtifactOrigin {
   source: ContainerFileSource;
   responseId: string | null;

@@ -17,7 +17,7 @@ export function singleQueryValue(query: Record<string, unknown>, name: string): 
   return value;
 }
 
-/** Parses `limit` (1..1000), `order` (asc|desc) and `after` of a list request (PROFILE §1). */
+/** Parses `limit` (1..1000), `order` (asc|desc) and `after` of a list request (docs/api.md §1). */
 export function parseListQuery(
   query: Record<string, unknown>,
   defaults: { order: 'asc' | 'desc' } = { order: 'desc' },

@@ -3,7 +3,7 @@ import type { ArchiveRow, ContainerFileListing, ContainerRow, FileRow, ResponseR
 const seconds = (date: Date) => Math.floor(date.getTime() / 1000);
 const PURPOSE_OUT: Record<string, string> = { fine_tune: 'fine-tune' };
 
-/** The OpenAI-shaped file object (PROFILE §2). */
+/** The OpenAI-shaped file object (docs/api.md §2). */
 export function presentFile(file: FileRow) {
   return {
     id: file.id,
@@ -43,7 +43,7 @@ export function presentContainer(container: ContainerRow) {
   };
 }
 
-/** A container file: an artifact of the session (PROFILE §3). */
+/** A container file: an artifact of the session (docs/api.md §3). */
 export function presentContainerFile(file: ContainerFileListing) {
   return {
     id: file.id,
@@ -61,12 +61,12 @@ export function presentContainerFile(file: ContainerFileListing) {
   };
 }
 
-/** Where a container file's bytes download, built from the configured public base URL only (PROFILE §4). */
+/** Where a container file's bytes download, built from the configured public base URL only (docs/api.md §4). */
 export function downloadUrl(publicBaseUrl: string, containerId: string, fileId: string): string {
   return `${publicBaseUrl.replace(/\/+$/, '')}/v1/containers/${containerId}/files/${fileId}/content`;
 }
 
-/** The OpenAI-shaped response object (PROFILE §4); `output` is always an array. */
+/** The OpenAI-shaped response object (docs/api.md §4); `output` is always an array. */
 export function presentResponse(response: ResponseRow, publicBaseUrl: string) {
   const output = response.output
     ? [
@@ -111,7 +111,7 @@ export function presentResponse(response: ResponseRow, publicBaseUrl: string) {
   };
 }
 
-/** The 202 body of an archive still being built (PROFILE §7). */
+/** The 202 body of an archive still being built (docs/api.md §7). */
 export function presentArchiveProgress(archive: ArchiveRow) {
   return {
     object: 'session.archive' as const,

@@ -1,6 +1,9 @@
+import { ERROR_CODES } from '@app/contracts';
+
 /**
- * The gateway's OpenAPI 3.1 document, written by hand from PROFILE.md so that it describes the wire
- * contract exactly (multipart streaming, raw downloads, the error body) rather than what decorators infer.
+ * The gateway's OpenAPI 3.1 document, written by hand so that it describes the wire contract exactly
+ * (multipart streaming, raw downloads, the error body) rather than what decorators infer. docs/api.md
+ * says the same in prose; a test keeps its route and error tables in step with this document.
  */
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (schema: object, description = 'OK') => ({ description, content: { 'application/json': { schema } } });
@@ -364,21 +367,11 @@ export const OPENAPI_DOCUMENT = {
   components: {
     securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
     responses: Object.fromEntries(
-      [
-        [
-          400,
-          'Invalid request (invalid_request, invalid_json, invalid_multipart, missing_file, invalid_filename, ' +
-            'invalid_file_data)',
-        ],
-        [401, 'Missing or unknown API key (invalid_api_key)'],
-        [404, 'Not found, deleted, another principal’s, or a malformed id (not_found)'],
-        [413, 'Too large (file_too_large, request_too_large)'],
-        [415, 'Unsupported media type'],
-        [416, 'Range not satisfiable'],
-        [501, 'Preview unavailable'],
-        [502, 'Preview failed'],
-        [503, 'A dependency is unavailable, or an archive build failed (service_unavailable, with Retry-After)'],
-      ].map(([code, description]) => [`Error${code}`, errorResponse(String(description))]),
+      [...new Set(Object.values(ERROR_CODES).map((entry) => entry.status))].map((status) => {
+        const codes = Object.entries(ERROR_CODES).filter(([, entry]) => entry.status === status);
+        const description = codes.map(([code, entry]) => `${code}: ${entry.when}`).join(' ');
+        return [`Error${status}`, errorResponse(description)];
+      }),
     ),
     schemas: {
       Error: {
@@ -390,7 +383,7 @@ export const OPENAPI_DOCUMENT = {
             required: ['type', 'code', 'message', 'param'],
             properties: {
               type: { type: 'string' },
-              code: { type: 'string' },
+              code: { enum: Object.keys(ERROR_CODES) },
               message: { type: 'string' },
               param: { type: ['string', 'null'] },
             },

@@ -20,7 +20,7 @@ export function decodedLength(length: number, padding: number): number {
 }
 
 /**
- * Decodes an inline `file_data` strictly (PROFILE §4): a `data:` URL with `;base64`, canonical
+ * Decodes an inline `file_data` strictly (docs/api.md §4): a `data:` URL with `;base64`, canonical
  * padded base64 and nothing else. Malformed is `400 invalid_file_data`; over `maxBytes` decoded is
  * `413 file_too_large`, judged from the length before a byte is decoded. Both name `param`.
  */

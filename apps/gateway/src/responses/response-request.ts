@@ -32,7 +32,7 @@ const invalid = (message: string, param: string) => ApiError.invalid(message, pa
 const present = (value: unknown) => value !== undefined && value !== null;
 
 /**
- * OpenAI fields that ask for something this server does not serve (PROFILE §4): refused with their
+ * OpenAI fields that ask for something this server does not serve (docs/api.md §4): refused with their
  * param, never silently dropped. Fields that would not change the result (model settings, store,
  * include, user, …) are ignored.
  */
@@ -205,7 +205,7 @@ function inputParts(input: unknown, limits: ResponseRequestLimits): InputPart[] 
 }
 
 /**
- * Checks a `POST /v1/responses` body whole, before any side effect (PROFILE §4): unserved fields,
+ * Checks a `POST /v1/responses` body whole, before any side effect (docs/api.md §4): unserved fields,
  * the agent, every input item, and every inline file decoded. Throws the first problem as an ApiError
  * whose `param` names the field (`input[0].content[1].file_data`).
  */

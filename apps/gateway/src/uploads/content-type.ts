@@ -4,7 +4,7 @@ const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]
 const GENERIC = 'application/octet-stream';
 
 /**
- * The content type of an upload (PROFILE §2): the part's own type when it is a valid one other than
+ * The content type of an upload (docs/api.md §2): the part's own type when it is a valid one other than
  * application/octet-stream, else the type of the extension, else application/octet-stream.
  * Parameters other than charset are dropped.
  */

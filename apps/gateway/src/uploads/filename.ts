@@ -19,7 +19,7 @@ export function truncateUtf8(value: string, maxBytes: number): string {
 }
 
 /**
- * The display name of an upload (PROFILE §2): the last path segment, NFC, at most 255 bytes. Empty,
+ * The display name of an upload (docs/api.md §2): the last path segment, NFC, at most 255 bytes. Empty,
  * `.`, `..` or a name holding a control or bidi character is rejected. The name is only ever shown
  * and put in Content-Disposition, never used to build a key or a path.
  */

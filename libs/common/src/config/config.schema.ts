@@ -57,11 +57,11 @@ export const gatewayConfigSchema = z.object({
   UHP_PUBLIC_BASE_URL: z.url({ message: 'must be a URL' }).optional(),
   PREVIEW_ENABLED: boolean(true),
   PREVIEW_TIMEOUT_MS: integer(60_000, 1_000),
-  /** How long a rejected body is still read and discarded so the client sees the answer (PROFILE §1). */
+  /** How long a rejected body is still read and discarded so the client sees the answer (docs/api.md §1). */
   UHP_DRAIN_TIMEOUT_MS: integer(30_000, 0),
   /** Input files (inline or by id) one response may carry. */
   UHP_MAX_INPUT_FILES: integer(64, 1, 1000),
-  /** The agent of a response that names none (PROFILE §4). */
+  /** The agent of a response that names none (docs/api.md §4). */
   AGENT_DEFAULT: z.enum(['report', 'http']).default('report'),
   /** The operator's agent service for agent "http"; unset means that agent is not offered. */
   AGENT_HTTP_URL: z.url({ message: 'must be a URL' }).optional(),

@@ -33,7 +33,7 @@ export class ApiError extends Error {
   }
 }
 
-/** A retry cannot fix these: tell the OpenAI SDK not to retry (PROFILE §1). */
+/** A retry cannot fix these: tell the OpenAI SDK not to retry (docs/api.md §1). */
 export const NO_RETRY_HEADERS = { 'x-should-retry': 'false' } as const;
 
 /** The client hung up before the request was done: nothing to answer, nothing to log as a failure. */

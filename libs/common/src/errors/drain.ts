@@ -15,7 +15,7 @@ export function setDrainLimits(req: IncomingMessage, limits: DrainLimits): void 
 /**
  * After an early answer (413, 400 …) keep reading and discarding what the client still sends, within
  * a budget, so clients that write the whole body before reading (Node's fetch, the OpenAI SDK) get
- * the answer instead of a broken pipe (PROFILE §1). Past the budget the connection is closed.
+ * the answer instead of a broken pipe (docs/api.md §1). Past the budget the connection is closed.
  */
 export function drainRequest(req: IncomingMessage, fallback: DrainLimits): void {
   if (req.complete || req.destroyed) return;

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { ApiError, ClientGoneError, NO_RETRY_HEADERS } from './api-error';
 import { type DrainLimits, drainRequest } from './drain';
 
-/** Turns anything thrown while serving a request into the contract's error body (PROFILE §1). */
+/** Turns anything thrown while serving a request into the contract's error body (docs/api.md §1). */
 export function toApiError(exception: unknown): ApiError {
   if (exception instanceof ApiError) return exception;
   if (exception instanceof HttpException) {

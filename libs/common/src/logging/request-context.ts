@@ -10,7 +10,7 @@ export const requestContext = new AsyncLocalStorage<RequestContext>();
 export const REQUEST_ID_HEADER = 'x-request-id';
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** The caller's request id when it is sane (PROFILE §1), else a new one. */
+/** The caller's request id when it is sane (docs/api.md §1), else a new one. */
 export function acceptRequestId(value: unknown): string {
   return typeof value === 'string' && SANE_REQUEST_ID.test(value) ? value : randomUUID();
 }

@@ -32,7 +32,7 @@ export interface OfficeSlotState {
 }
 
 /**
- * Office documents through a pool of warm LibreOffice processes (PROFILE §6). Each slot holds one
+ * Office documents through a pool of warm LibreOffice processes (docs/api.md §6). Each slot holds one
  * OfficeProcess; a conversion takes a free slot or waits for one. A slot's process is replaced after
  * `maxConversionsPerProcess` conversions, and at once after any failure that may have left it in a bad
  * state (timeout, crash, abort); a document that merely fails to load does not cost a restart.

@@ -4,7 +4,7 @@ import { previewTypeOf } from '@app/contracts';
 import type { Availability, ConversionInput, ConversionOutput, PdfConverter } from '../pdf-converter';
 import type { PdfValidator } from './pdf.validator';
 
-/** A PDF is served as is (PROFILE §6), once `qpdf --check` agrees it is one. */
+/** A PDF is served as is (docs/api.md §6), once `qpdf --check` agrees it is one. */
 export class PdfPassthroughConverter implements PdfConverter {
   readonly name = 'pdf';
   readonly version = '1';
