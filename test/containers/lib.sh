@@ -21,3 +21,53 @@ STANDIN_S3=uhp-standin/s3:ceph
 
 log() { printf '[containers] %s\n' "$*" >&2; }
 die() { printf '[containers] ERROR: %s\n' "$*" >&2; exit 1; }
+
+# ---------------------------------------------------------------------------------------------------
+# The compose stack of the test tier: docker-compose.yml as users run it, plus the test-only override
+# that swaps in the stand-ins (unless UHP_CONTAINERS_REAL_IMAGES=1, for machines that reach the
+# registries), with the test environment (throwaway secrets, the conformance settings).
+CT_DIR="$ROOT/test/containers"
+CT_PROJECT="${UHP_CT_PROJECT:-uhpct}"
+CT_ENV_FILE="$CT_DIR/test.env"
+CT_PORT="$(sed -n 's/^UHP_GATEWAY_PORT=//p' "$CT_ENV_FILE")"
+CT_BASE_URL="http://127.0.0.1:$CT_PORT"
+CT_DATA="$ROOT/.data/containers"
+APP_IMAGES=(gateway storage worker migrate)
+
+compose_cmd() { # the Compose v2 plugin when there is one, else docker-compose (1.29 from Debian)
+  if "$DOCKER" compose version >/dev/null 2>&1; then echo "$DOCKER compose"
+  elif command -v docker-compose >/dev/null 2>&1; then echo docker-compose
+  else return 1; fi
+}
+
+compose() {
+  local files=(-f "$ROOT/docker-compose.yml")
+  [[ "${UHP_CONTAINERS_REAL_IMAGES:-}" == 1 ]] || files+=(-f "$CT_DIR/compose.standins.yml")
+  # shellcheck disable=SC2046
+  $(compose_cmd) -p "$CT_PROJECT" --project-directory "$ROOT" "${files[@]}" --env-file "$CT_ENV_FILE" "$@"
+}
+
+container_of() { # container_of SERVICE [INDEX] -> the container id (any state)
+  local id
+  id="$("$DOCKER" ps -aq --filter "label=com.docker.compose.project=$CT_PROJECT" --filter "label=com.docker.compose.service=$1" \
+    --filter "label=com.docker.compose.container-number=${2:-1}")"
+  [[ -n "$id" ]] || die "no container for service $1 #${2:-1} in project $CT_PROJECT"
+  echo "$id"
+}
+
+containers_of() { # containers_of SERVICE -> ids of every container of the service, running or not
+  "$DOCKER" ps -aq --filter "label=com.docker.compose.project=$CT_PROJECT" --filter "label=com.docker.compose.service=$1"
+}
+
+health_of() { "$DOCKER" inspect -f '{{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}' "$1" 2>/dev/null; }
+
+wait_healthy() { # wait_healthy SECONDS CONTAINER...
+  local deadline=$((SECONDS + $1)) c h; shift
+  for c in "$@"; do
+    while h="$(health_of "$c")"; [[ "$h" != healthy ]]; do
+      [[ "$h" == unhealthy || "$h" == exited || "$h" == dead ]] && return 1
+      ((SECONDS < deadline)) || return 1
+      sleep 1
+    done
+  done
+}
