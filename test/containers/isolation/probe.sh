@@ -65,6 +65,21 @@ probe 'soffice --convert-to pdf' "${SOFFICE[@]}"
 rm -rf "$W/lo-out"
 probe 'seccomp-nonet.py soffice --convert-to pdf' python3 "$HERE/seccomp-nonet.py" "${SOFFICE[@]}"
 probe '  … wrote a PDF' test -s "$W/lo-out/in.pdf"
+echo "== Landlock: a converter kept to its own job's directory (landlock-jail.py)"
+JAIL=(python3 "$HERE/landlock-jail.py" "$W/job-a")
+mkdir -p "$W/job-a/out" "$W/job-b"
+echo 'job b only' >"$W/job-b/secret.txt"
+cp "$W/in.txt" "$W/in.html" "$W/job-a/"
+probe 'jail: cat job-a/in.txt (its own)' "${JAIL[@]}" cat "$W/job-a/in.txt"
+probe 'jail: cat job-b/secret.txt (expected FAIL)' "${JAIL[@]}" cat "$W/job-b/secret.txt"
+probe 'jail: ls /app (expected FAIL)' "${JAIL[@]}" ls /app
+probe 'jail: node fetch http://1.1.1.1 (expected FAIL: TCP connect)' "${JAIL[@]}" node -e "$net_attempt"
+probe 'jail: soffice --convert-to pdf in job-a' env HOME="$W/job-a" TMPDIR="$W/job-a" "${JAIL[@]}" soffice --headless --norestore \
+  "-env:UserInstallation=file://$W/job-a/lo" --convert-to pdf --outdir "$W/job-a/out" "$W/job-a/in.txt"
+probe '  … wrote a PDF' test -s "$W/job-a/out/in.pdf"
+probe 'jail: chromium --no-sandbox --print-to-pdf in job-a' env HOME="$W/job-a" TMPDIR="$W/job-a" "${JAIL[@]}" chromium --headless --no-sandbox \
+  --disable-gpu --disable-dev-shm-usage --no-first-run --user-data-dir="$W/job-a/chromium" --print-to-pdf="$W/job-a/out/html.pdf" "file://$W/job-a/in.html"
+probe '  … wrote a PDF' sh -c "head -c 5 '$W/job-a/out/html.pdf' | grep -q '%PDF-'"
 if command -v bwrap >/dev/null; then
   echo "== bubblewrap $(bwrap --version 2>&1)"
   probe 'bwrap --unshare-net --ro-bind / / true' bwrap --unshare-net --ro-bind / / true
