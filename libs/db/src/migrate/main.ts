@@ -1,0 +1,37 @@
+/**
+ * `node dist/libs/db/src/migrate/main.js`: apply the pending migrations to DATABASE_URL, then exit.
+ * Exit status 0 when the database is up to date, 1 when a migration failed or the database disagrees
+ * with the migrations folder (see migrate.ts), 2 when DATABASE_URL is missing. Lines go to stdout
+ * (progress) and stderr (the reason for a failure). Only `pg` and Node are needed at run time.
+ */
+import { findMigrationsDir, migrate, MigrationError } from './migrate';
+
+async function main(): Promise<number> {
+  const databaseUrl = process.env.DATABASE_URL;
+  if (!databaseUrl) {
+    process.stderr.write('migrate: DATABASE_URL is not set\n');
+    return 2;
+  }
+  const say = (line: string) => process.stdout.write(`migrate: ${line}\n`);
+  try {
+    const migrationsDir = findMigrationsDir(__dirname);
+    const result = await migrate({ databaseUrl, migrationsDir, log: say });
+    say(
+      result.applied.length === 0
+        ? `database is up to date (${result.upToDate} migrations applied earlier)`
+        : `${result.applied.length} migration(s) applied, ${result.upToDate} were already applied`,
+    );
+    return 0;
+  } catch (error) {
+    const message =
+      error instanceof MigrationError
+        ? error.message
+        : `cannot migrate: ${error instanceof Error ? error.message : String(error)}`;
+    process.stderr.write(`migrate: ${message}\n`);
+    return 1;
+  }
+}
+
+void main().then((code) => {
+  process.exitCode = code;
+});
