@@ -233,3 +233,68 @@ describe('previews on, but no worker has recorded a converter', () => {
     });
   });
 });
+
+describe('fair queues: one principal’s backlog does not hold up another’s first preview', () => {
+  // Its own Redis database, so only its own worker, converting one document at a time, takes its jobs.
+  const stack = new Stack(testPort(19680), {
+    REDIS_URL: `redis://127.0.0.1:6379/${9 + Number(process.env.UHP_TEST_SLOT ?? 0)}`,
+    PREVIEW_CONCURRENCY: '1',
+    PREVIEW_TIMEOUT_MS: '1000',
+  });
+  const base = () => `http://127.0.0.1:${stack.port('gateway')}`;
+  beforeAll(() => stack.start());
+  afterAll(() => stack.stop());
+
+  async function previewRow(who: 'alice' | 'bob', marker: string) {
+    const session = (await api('POST', '/v1/sessions', { who, json: {}, base: base() })).json;
+    const form = new FormData();
+    form.append('file', new Blob([`${marker}\n${randomBytes(8).toString('hex')}\n`]), `${marker}.txt`);
+    const file = (await api('POST', `/v1/containers/${session.container_id}/files`, { who, form, base: base() })).json;
+    return {
+      session,
+      file,
+      request: () => api('GET', `/v1/containers/${session.container_id}/files/${file.id}/pdf`, { who, base: base() }),
+    };
+  }
+
+  it('B’s first preview is converted after at most the conversion running when it asked', async () => {
+    const backlog = await Promise.all(Array.from({ length: 6 }, (_, i) => previewRow('alice', `alice-${i}`)));
+    const first = await previewRow('bob', 'bob-first');
+    // A queues six (they answer a retryable 502 after the 1 s wait and go on converting), then B asks.
+    await Promise.all(backlog.map((item) => item.request()));
+    await first.request();
+    // When B's preview was queued: its row is created just before its job.
+    const bobQueued = (
+      await db.query(
+        `SELECT p.created_at FROM previews p JOIN container_files c ON c.principal_id = p.principal_id AND c.sha256 = p.sha256 WHERE c.id = $1`,
+        [first.file.id],
+      )
+    ).rows[0].created_at.getTime();
+    const readyAt = async (fileIds: string[]) => {
+      const { rows } = await db.query(
+        `SELECT c.id, p.updated_at FROM previews p JOIN container_files c ON c.principal_id = p.principal_id AND c.sha256 = p.sha256
+          WHERE c.id = ANY($1) AND p.status = 'READY'`,
+        [fileIds],
+      );
+      return new Map(rows.map((row) => [row.id as string, (row.updated_at as Date).getTime()]));
+    };
+    const ids = [...backlog.map((item) => item.file.id), first.file.id];
+    const ready = await pollUntil(
+      async () => {
+        const map = await readyAt(ids);
+        return map.size === ids.length ? map : null;
+      },
+      'all seven previews converted',
+      90_000,
+    );
+    const bobReady = ready!.get(first.file.id)!;
+    // Of A's previews still waiting when B's was queued, at most the one converting then finishes before B's.
+    const aliceInBetween = backlog.filter(
+      (item) => ready!.get(item.file.id)! > bobQueued && ready!.get(item.file.id)! < bobReady,
+    ).length;
+    const aliceAfter = backlog.filter((item) => ready!.get(item.file.id)! > bobReady).length;
+    expect(aliceInBetween).toBeLessThanOrEqual(1);
+    expect(aliceAfter).toBeGreaterThan(0);
+    expect((await first.request()).status).toBe(200);
+  });
+});

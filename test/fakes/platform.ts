@@ -63,15 +63,19 @@ export class InMemoryObjectStore extends ObjectStore {
 
 /** Records what would have gone to Redis. */
 export class RecordingJobBus extends JobBus {
-  readonly added: { name: JobName; payload: unknown }[] = [];
+  readonly added: { name: JobName; payload: unknown; priority?: number }[] = [];
   readonly purged: string[] = [];
 
   constructor() {
     super(UNBOUND as never, UNBOUND as never, UNBOUND as never, silentLogger);
   }
 
-  override async add<N extends JobName>(name: N, payloads: JobPayloads[N][]): Promise<void> {
-    for (const payload of payloads) this.added.push({ name, payload });
+  override async add<N extends JobName>(
+    name: N,
+    payloads: JobPayloads[N][],
+    options: { priority?: number } = {},
+  ): Promise<void> {
+    for (const payload of payloads) this.added.push({ name, payload, priority: options.priority });
   }
 
   override async purge(objectIds: string[]): Promise<void> {

@@ -576,6 +576,23 @@ export class MemoryPreviews extends PreviewRepository {
     return this.toRow(row);
   }
 
+  override async find(principalId: string, key: PreviewKey): Promise<PreviewRow | null> {
+    const row = this.memory.tables.previews.find(
+      (preview) =>
+        preview.principalId === principalId &&
+        preview.sha256 === key.sha256 &&
+        preview.format === key.format &&
+        preview.version === key.version,
+    );
+    return row ? this.toRow(row) : null;
+  }
+
+  override async countPending(principalId: string): Promise<number> {
+    return this.memory.tables.previews.filter(
+      (preview) => preview.principalId === principalId && preview.status === 'PENDING',
+    ).length;
+  }
+
   override async findForOwner(principalId: string, id: string): Promise<PreviewRow | null> {
     const row = this.memory.tables.previews.find((preview) => preview.id === id && preview.principalId === principalId);
     return row ? this.toRow(row) : null;
@@ -719,6 +736,13 @@ export class MemoryArchives extends ArchiveRepository {
     return this.findForManifest(principalId, sessionId, manifest.hash);
   }
 
+  override async countBuilding(principalId: string): Promise<number> {
+    return this.memory.tables.archives.filter(
+      (archive) =>
+        archive.principalId === principalId && (archive.status === 'pending' || archive.status === 'building'),
+    ).length;
+  }
+
   override async findForBuild(id: string): Promise<ArchiveBuild | null> {
     const row = this.memory.tables.archives.find((archive) => archive.id === id);
     if (!row) return null;
@@ -744,11 +768,17 @@ export class MemoryArchives extends ArchiveRepository {
     return true;
   }
 
-  override async reportProgress(principalId: string, id: string, filesDone: number, bytesDone: number): Promise<void> {
+  override async reportProgress(
+    principalId: string,
+    id: string,
+    filesDone: number,
+    bytesDone: number,
+  ): Promise<boolean> {
     const row = this.memory.tables.archives.find(
       (archive) => archive.id === id && archive.principalId === principalId && archive.status === 'building',
     );
     if (row) Object.assign(row, { filesDone, bytesDone: BigInt(bytesDone) });
+    return row !== undefined;
   }
 
   override async completeBuild(

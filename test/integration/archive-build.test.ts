@@ -6,7 +6,7 @@ import { JOB, JOBS, manifestOf, newId, QUEUE } from '@app/contracts';
 import { db } from '../support/db';
 import { TEST_BUCKET, TEST_REDIS_URL, testPort } from '../support/env';
 import { pollUntil } from '../support/poll';
-import { objectExists, s3 } from '../support/s3';
+import { objectExists, s3, unfinishedUploads } from '../support/s3';
 import { Stack } from '../support/stack';
 import { centralDirectory, extractWithUnzip } from '../support/zip';
 
@@ -217,6 +217,38 @@ describe('archive build through the worker', () => {
     );
     expect(await archiveRow(first.archiveId)).toBeUndefined();
     await pollUntil(async () => !(await objectExists(old!.storage_key!)), 'old archive purged from the bucket', 20_000);
+  });
+
+  it('stops a build early when an artifact is added to the session mid-build, and keeps nothing of it', async () => {
+    const session = await sessionWith(
+      Array.from({ length: 80 }, (_, i) => ({ filename: `f${i}.bin`, data: randomBytes(1024 * 1024) })),
+    );
+    const { archiveId } = await requestArchive(session);
+    await pollUntil(async () => ((await archiveRow(archiveId))?.files_done ?? 0) >= 1, 'build under way', 20_000);
+    await sessionWithExtra(session, { filename: 'late.txt', data: Buffer.from('late\n') });
+    let lastSeen = 0;
+    await pollUntil(
+      async () => {
+        const row = await archiveRow(archiveId);
+        if (row) lastSeen = row.files_done;
+        return row === undefined;
+      },
+      'stale build stopped and its row removed',
+      20_000,
+    );
+    expect(lastSeen).toBeLessThan(80);
+    await pollUntil(
+      async () =>
+        (
+          await db.query(
+            `SELECT 1 FROM stored_objects WHERE principal_id = $1 AND status IN ('UPLOADING', 'PURGING')`,
+            [session.principalId],
+          )
+        ).rowCount === 0,
+      'the half-built ZIP discarded',
+      20_000,
+    );
+    expect(await unfinishedUploads()).toEqual([]);
   });
 });
 

@@ -1,9 +1,10 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { request } from 'node:http';
+import { CreateMultipartUploadCommand, UploadPartCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StorageClient } from '@app/common';
-import { TEST_STORAGE_TOKEN, testPort } from '../support/env';
-import { objectExists, unfinishedUploads } from '../support/s3';
+import { TEST_BUCKET, TEST_STORAGE_TOKEN, testPort } from '../support/env';
+import { objectExists, s3, unfinishedUploads } from '../support/s3';
 import { pollUntil } from '../support/poll';
 import { Stack } from '../support/stack';
 import { Readable } from 'node:stream';
@@ -100,5 +101,59 @@ describe('storage service against the real S3 server', () => {
     expect(
       await status(`/internal/objects/${encodeURIComponent(key())}`, { authorization: `Bearer ${TEST_STORAGE_TOKEN}` }),
     ).toBe(404);
+  });
+});
+
+describe('the storage sweeper', () => {
+  // Its own storage process whose horizon is 2 s, sweeping every half second.
+  const sweeping = new Stack(testPort(19580), {
+    STORAGE_ABANDONED_UPLOAD_SECONDS: '2',
+    STORAGE_SWEEP_INTERVAL_MS: '500',
+    S3_PART_SIZE_BYTES: String(5 * MiB),
+  });
+  beforeAll(() => sweeping.start(['storage']));
+  afterAll(() => sweeping.stop());
+
+  it('never aborts a multipart upload still receiving parts, and aborts it once it has been idle past the horizon', async () => {
+    const key = `objects/${randomUUID()}`;
+    const created = await s3.send(new CreateMultipartUploadCommand({ Bucket: TEST_BUCKET, Key: key }));
+    const uploadId = created.UploadId!;
+    const live = () => unfinishedUploads().then((uploads) => uploads.includes(`${key}#${uploadId}`));
+    // A slow but live upload: a part every second for five seconds, well past the 2 s horizon.
+    for (let part = 1; part <= 5; part++) {
+      await s3.send(
+        new UploadPartCommand({
+          Bucket: TEST_BUCKET,
+          Key: key,
+          UploadId: uploadId,
+          PartNumber: part,
+          Body: randomBytes(5 * MiB),
+        }),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      expect(await live()).toBe(true);
+    }
+    await pollUntil(async () => !(await live()), 'idle upload aborted', 15_000);
+  });
+
+  it('never aborts an upload this process is streaming, however slowly', async () => {
+    const sweepingClient = new StorageClient({
+      baseUrl: `http://127.0.0.1:${sweeping.port('storage')}`,
+      token: TEST_STORAGE_TOKEN,
+    });
+    const k = key();
+    const slow = new Readable({ read() {} });
+    const put = sweepingClient.put(k, slow, { maxBytes: 64 * MiB });
+    // 6 MiB in one go opens the multipart upload with its first part; then a trickle for 4 s.
+    slow.push(randomBytes(6 * MiB));
+    for (let i = 0; i < 8; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      slow.push(randomBytes(1024));
+    }
+    slow.push(null);
+    expect((await put).bytes).toBe(6 * MiB + 8 * 1024);
+    expect(await objectExists(k)).toBe(true);
+    await sweepingClient.delete(k);
+    sweepingClient.close();
   });
 });

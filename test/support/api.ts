@@ -51,9 +51,13 @@ export function fileForm(
 export async function upload(
   filename: string,
   data: Buffer | string,
-  opts: { who?: Who; type?: string; fields?: Record<string, string> } = {},
+  opts: { who?: Who; type?: string; fields?: Record<string, string>; base?: string } = {},
 ) {
-  const res = await api('POST', '/v1/files', { who: opts.who, form: fileForm(filename, data, opts.type, opts.fields) });
+  const res = await api('POST', '/v1/files', {
+    who: opts.who,
+    base: opts.base,
+    form: fileForm(filename, data, opts.type, opts.fields),
+  });
   if (res.status !== 200) throw new Error(`upload failed: ${res.status} ${res.body}`);
   return res.json;
 }

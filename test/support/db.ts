@@ -1,4 +1,6 @@
+import { join } from 'node:path';
 import pg from 'pg';
+import { migrate } from '@app/db/migrate/migrate';
 import { TEST_DATABASE_URL } from './env';
 
 /** Raw SQL on the test database, for asserting what the services left behind. */
@@ -21,5 +23,39 @@ export async function leftoversSince(since: Date): Promise<{ objects: number; fi
     objects: await count('SELECT count(*) FROM stored_objects WHERE created_at >= $1', [since]),
     files: await count('SELECT count(*) FROM files WHERE created_at >= $1', [since]),
     containerFiles: await count('SELECT count(*) FROM container_files WHERE created_at >= $1', [since]),
+  };
+}
+
+/**
+ * A database of its own for a test that must not share the test database's rows (keys it revokes,
+ * converter states it needs absent): created empty and migrated with our runner; `drop` removes it.
+ */
+export async function scratchDatabase(suffix: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const url = `${TEST_DATABASE_URL}_${suffix}`;
+  const name = new URL(url).pathname.slice(1);
+  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await admin.connect();
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  await migrate({
+    databaseUrl: url,
+    migrationsDir: join(__dirname, '../../libs/db/prisma/migrations'),
+    log: () => undefined,
+  });
+  return {
+    url,
+    async drop() {
+      const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
+      await client.connect();
+      try {
+        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await client.end();
+      }
+    },
   };
 }

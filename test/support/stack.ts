@@ -62,6 +62,26 @@ export class Stack {
     throw new Error(`${name} not ready within 60 s; see .data/test-logs/${name}-${this.portBase}.log`);
   }
 
+  /** The pid of a running service (for its RSS in /proc). */
+  pid(name: ServiceName): number {
+    const pid = this.processes.get(name)?.pid;
+    if (pid === undefined) throw new Error(`${name} is not running`);
+    return pid;
+  }
+
+  /** Stops one service (SIGTERM) and starts it again with these variables changed. */
+  async restart(name: ServiceName, overrides: Record<string, string> = {}): Promise<void> {
+    const child = this.processes.get(name);
+    if (child && child.exitCode === null) {
+      const exited = new Promise((done) => child.once('exit', done));
+      child.kill('SIGTERM');
+      await exited;
+    }
+    this.processes.delete(name);
+    Object.assign(this.env, overrides);
+    await this.start([name]);
+  }
+
   /** Kills one service at once (SIGKILL), as a crash would. */
   kill(name: ServiceName): void {
     this.processes.get(name)?.kill('SIGKILL');

@@ -1,4 +1,4 @@
-import { type MiddlewareConsumer, Module, type NestModule } from '@nestjs/common';
+import { type MiddlewareConsumer, Module, type NestModule, RequestMethod } from '@nestjs/common';
 import { PlatformIoModule, platformHealth } from '@app/common';
 import { DatabaseHealth, DbModule } from '@app/db';
 import { ArchivesModule } from './archives/archives.module';
@@ -13,6 +13,12 @@ import { OpenApiModule } from './openapi/openapi.module';
 import { PreviewsModule } from './previews/previews.module';
 import { ResponsesModule } from './responses/responses.module';
 import { SessionsModule } from './sessions/sessions.module';
+
+/** The routes whose body is JSON. */
+const JSON_BODY_ROUTES = ['v1/sessions', 'v1/containers', 'v1/containers/:cid/files', 'v1/responses'].map((path) => ({
+  path,
+  method: RequestMethod.POST,
+}));
 
 /** The public API: a module per feature on top of the platform (Postgres, the job bus, the object store). */
 @Module({
@@ -33,7 +39,13 @@ import { SessionsModule } from './sessions/sessions.module';
   ],
 })
 export class GatewayModule implements NestModule {
+  /**
+   * The key is checked on every path, known or not, before anything else. JSON bodies are read only on
+   * the routes that take one; any other body is never parsed, and what is left of it once the answer is
+   * out is drained within the drain budget.
+   */
   configure(consumer: MiddlewareConsumer): void {
-    consumer.apply(ApiKeyMiddleware, JsonBodyMiddleware).forRoutes('*path');
+    consumer.apply(ApiKeyMiddleware).forRoutes('*path');
+    consumer.apply(JsonBodyMiddleware).forRoutes(...JSON_BODY_ROUTES);
   }
 }

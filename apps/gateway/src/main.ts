@@ -9,6 +9,7 @@ import {
   createMetricsRegistry,
   DEV_STORAGE_TOKEN,
   exitOnStartFailure,
+  httpTimeoutsOf,
   gatewayConfigSchema,
   loadConfig,
   LoggingModule,
@@ -46,6 +47,7 @@ async function main() {
       registry,
       host: config.HOST,
       port: config.PORT,
+      http: httpTimeoutsOf(config),
       drain: { maxBytes: 2 * maxRequestBytes(config), timeoutMs: config.UHP_DRAIN_TIMEOUT_MS },
       configure: (app) => {
         app.use('/docs/assets', express.static(getAbsoluteFSPath(), { index: false, maxAge: '1h' }));

@@ -6,6 +6,7 @@ import {
   createMetricsRegistry,
   DEV_STORAGE_TOKEN,
   exitOnStartFailure,
+  httpTimeoutsOf,
   loadConfig,
   LoggingModule,
   MetricsModule,
@@ -39,6 +40,7 @@ async function main() {
       registry,
       host: config.HOST,
       port: config.STORAGE_PORT,
+      http: httpTimeoutsOf(config),
       drain: { maxBytes: 64 * 1024, timeoutMs: 1_000 },
     });
   } catch (error) {

@@ -1,6 +1,14 @@
 import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
-import { APP_CONFIG, HealthModule, READINESS_CHECKS, type ReadinessCheck, type StorageConfig } from '@app/common';
+import { Gauge, type Registry } from 'prom-client';
+import {
+  APP_CONFIG,
+  HealthModule,
+  METRICS_REGISTRY,
+  READINESS_CHECKS,
+  type ReadinessCheck,
+  type StorageConfig,
+} from '@app/common';
 import { ObjectsController } from './objects/objects.controller';
 import { ObjectsService } from './objects/objects.service';
 import { S3ObjectClient } from './objects/s3-object.client';
@@ -10,6 +18,32 @@ const s3Client = {
   provide: S3ObjectClient,
   useFactory: (config: StorageConfig) => new S3ObjectClient(config),
   inject: [APP_CONFIG],
+};
+
+/** How the part buffers of this process are used: bytes lent out, uploads waiting for one. */
+const partBufferMetrics = {
+  provide: 'PART_BUFFER_METRICS',
+  useFactory: (s3: S3ObjectClient, registry: Registry) => {
+    const pool = s3.partBuffers;
+    new Gauge({
+      name: 'uhp_storage_part_buffer_bytes',
+      help: 'Bytes of part buffers lent to uploads now (the budget is STORAGE_MEMORY_BUDGET_BYTES)',
+      registers: [registry],
+      collect() {
+        this.set(pool.inUseBytes);
+      },
+    });
+    new Gauge({
+      name: 'uhp_storage_uploads_waiting_for_memory',
+      help: 'Uploads waiting for a part buffer',
+      registers: [registry],
+      collect() {
+        this.set(pool.waitingCount);
+      },
+    });
+    return true;
+  },
+  inject: [S3ObjectClient, METRICS_REGISTRY],
 };
 
 @Module({
@@ -31,6 +65,6 @@ class S3Module {}
     ),
   ],
   controllers: [ObjectsController],
-  providers: [ObjectsService, { provide: APP_GUARD, useClass: StorageTokenGuard }],
+  providers: [ObjectsService, partBufferMetrics, { provide: APP_GUARD, useClass: StorageTokenGuard }],
 })
 export class StorageModule {}

@@ -5,6 +5,7 @@ import {
   createLogger,
   createMetricsRegistry,
   exitOnStartFailure,
+  httpTimeoutsOf,
   loadConfig,
   LoggingModule,
   MetricsModule,
@@ -37,6 +38,7 @@ async function main() {
       registry,
       host: config.HOST,
       port: config.WORKER_PORT,
+      http: httpTimeoutsOf(config),
       drain: { maxBytes: 64 * 1024, timeoutMs: 1_000 },
     });
   } catch (error) {

@@ -14,6 +14,7 @@ export * from './metrics/metrics';
 export * from './storage/object-store';
 export * from './storage/storage.client';
 export * from './http/bootstrap';
+export * from './http/transfer-timeouts';
 export * from './queue/job-bus';
 export * from './queue/job-runner';
 export * from './queue/platform-io.module';

@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import { PrincipalId } from '../auth/auth';
 import { presentArchiveProgress } from '../http/presenters';
 import { ResponseWriter } from '../http/response-writer';
+import { Concurrency } from '../limits/concurrency-limits';
 import { ARCHIVE_RETRY_AFTER_SECONDS, ArchivesService } from './archives.service';
 
 @Controller('v1/sessions/:id/files/archive')
@@ -14,6 +15,7 @@ export class ArchivesController {
 
   /** The ZIP when it is ready; else 202 with the build's progress and Retry-After. */
   @Get()
+  @Concurrency('downloads')
   async archive(
     @PrincipalId() principalId: string,
     @Param('id') id: string,

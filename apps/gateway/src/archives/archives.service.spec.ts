@@ -112,4 +112,18 @@ describe('ArchivesService', () => {
     });
     expect(services.platform.jobs.added).toEqual([]);
   });
+
+  it('refuses a new build past the principal’s build limit with 429; a ready or building archive is still answered', async () => {
+    const services = gatewayServices({ config: { ARCHIVE_WAIT_MS: '0', UHP_MAX_ARCHIVE_BUILDS: '1' } });
+    const first = await services.sessions.create(ALICE, {});
+    const second = await services.sessions.create(ALICE, {});
+    expect((await services.archives.archive(ALICE, first.id, never)).kind).toBe('building');
+    expect((await services.archives.archive(ALICE, first.id, never)).kind).toBe('building');
+    await expect(services.archives.archive(ALICE, second.id, never)).rejects.toMatchObject({
+      code: 'rate_limited',
+      headers: { 'retry-after': '2' },
+    });
+    const bob = await services.sessions.create(BOB, {});
+    expect((await services.archives.archive(BOB, bob.id, never)).kind).toBe('building');
+  });
 });

@@ -45,10 +45,11 @@ export class ArchivesService {
     let archive = await this.archives.findForManifest(principalId, sessionId, manifest.hash);
     if (archive?.status === 'failed') this.refuseWhileCoolingDown(archive);
     if (archive?.status !== 'ready') {
+      if (!archive || archive.status === 'failed') await this.refuseOverBuildLimit(principalId);
       archive = await this.archives.requestBuild(principalId, sessionId, manifest);
       if (!archive) throw ApiError.notFound('session');
       if (archive.status !== 'ready') {
-        await this.enqueue(archive.id);
+        await this.enqueue(archive.id, await this.archives.countBuilding(principalId));
         archive = await this.waitForBuild(principalId, sessionId, archive, isGone);
       }
     }
@@ -70,12 +71,22 @@ export class ArchivesService {
   }
 
   /** Nothing else would ever build it: a queue that does not take the job is a 503 now, not a 202 forever. */
-  private async enqueue(archiveId: string): Promise<void> {
+  private async enqueue(archiveId: string, place: number): Promise<void> {
     try {
-      await this.jobs.add(JOB.buildArchive, [{ archiveId }]);
+      await this.jobs.add(JOB.buildArchive, [{ archiveId }], { priority: place });
     } catch {
       throw new ApiError('service_unavailable', 'Archives cannot be built right now; try again.');
     }
+  }
+
+  /** A principal with its quota of builds queued or running starts no more until some finish. */
+  private async refuseOverBuildLimit(principalId: string): Promise<void> {
+    const building = await this.archives.countBuilding(principalId);
+    const max = this.config.UHP_MAX_ARCHIVE_BUILDS;
+    if (building < max) return;
+    throw new ApiError('rate_limited', `${building} archives of yours are being built; at most ${max} at once.`, null, {
+      'retry-after': String(ARCHIVE_RETRY_AFTER_SECONDS),
+    });
   }
 
   private refuseWhileCoolingDown(archive: ArchiveRow): void {

@@ -21,6 +21,15 @@ describe('api keys', () => {
     expect(hashApiKey(key)).toMatch(/^[0-9a-f]{64}$/);
     expect(hashApiKey(key)).not.toContain(key);
     expect(key.startsWith(apiKeyPrefix(key))).toBe(true);
-    expect(apiKeyPrefix(key).length).toBeLessThan(key.length - 20);
+    expect(apiKeyPrefix(key)).toHaveLength(8);
+  });
+
+  it('shows at most 8 characters, and never more than a quarter of a short key', () => {
+    expect(apiKeyPrefix('sk_test_alice')).toBe('sk_');
+    expect(apiKeyPrefix('sk_test_alice_0123456789')).toBe('sk_tes');
+    for (let length = 8; length <= 80; length++) {
+      const prefix = apiKeyPrefix('k'.repeat(length));
+      expect(prefix.length).toBeLessThanOrEqual(Math.min(8, length / 4));
+    }
   });
 });

@@ -5,9 +5,12 @@ export function hashApiKey(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex');
 }
 
-/** The visible part of a key, for listing and revoking without showing the secret. */
+/**
+ * The visible part of a key, for listing and revoking without showing the secret: at most 8
+ * characters, and never more than a quarter of the key.
+ */
 export function apiKeyPrefix(key: string): string {
-  return key.slice(0, Math.min(12, Math.max(4, key.length - 4)));
+  return key.slice(0, Math.min(8, Math.floor(key.length / 4)));
 }
 
 export function generateApiKey(): string {

@@ -25,11 +25,17 @@ export interface Caller {
 
 const BEARER = /^Bearer ([\x21-\x7e]{1,256})$/;
 
-const PUBLIC_API_PATHS = new Set(['/v1/limits']);
+/**
+ * The only paths answered without a key, spelled exactly so (routing is case sensitive). Any other
+ * spelling of them, and every other path, known or not, needs a key.
+ */
+export const PUBLIC_PATHS = new Set(['/healthz', '/readyz', '/metrics', '/v1/limits', '/openapi.json', '/docs']);
 
 /**
- * Resolves `Authorization: Bearer <key>` to its principal before routing, so that every /v1 path —
- * an unknown route or id included — answers 401 to a missing or unknown key before it could say 404.
+ * Resolves `Authorization: Bearer <key>` to its principal from the headers alone, before routing and
+ * before any byte of a body is read: a request without a valid key is answered 401 at once — an unknown
+ * route or id included, so it cannot tell 404 from 401 — and its body is only drained, within the drain
+ * budget, never parsed.
  */
 @Injectable()
 export class ApiKeyMiddleware implements NestMiddleware {
@@ -51,7 +57,7 @@ export class ApiKeyMiddleware implements NestMiddleware {
     }
     // originalUrl: a mounted middleware sees req.url relative to its mount point.
     const path = ((req as AuthedRequest & { originalUrl?: string }).originalUrl ?? req.url ?? '').split('?')[0];
-    if (!req.principal && path.startsWith('/v1/') && !PUBLIC_API_PATHS.has(path)) throw invalidKey();
+    if (!req.principal && !PUBLIC_PATHS.has(path)) throw invalidKey();
     next();
   }
 }
@@ -102,7 +108,7 @@ export const PrincipalId = createParamDecorator((_data: unknown, context: Execut
   return principal.id;
 });
 
-/** Creates the principals and keys of UHP_API_KEYS at start (idempotent). */
+/** Creates the principals and keys of UHP_API_KEYS at start (idempotent), and revokes those it dropped. */
 @Injectable()
 export class BootstrapKeys implements OnApplicationBootstrap {
   constructor(
@@ -111,10 +117,14 @@ export class BootstrapKeys implements OnApplicationBootstrap {
     @Inject(LOGGER) private readonly logger: AppLogger,
   ) {}
 
+  /** The environment is the authority on its keys: listed ones work, ones it no longer lists stop working. */
   async onApplicationBootstrap(): Promise<void> {
-    for (const { principal, key } of parseBootstrapKeys(this.config.UHP_API_KEYS)) {
-      await this.principals.ensureKey(principal, hashApiKey(key), apiKeyPrefix(key), 'UHP_API_KEYS');
+    const keys = parseBootstrapKeys(this.config.UHP_API_KEYS);
+    for (const { principal, key } of keys) {
+      await this.principals.ensureKey(principal, hashApiKey(key), apiKeyPrefix(key), 'UHP_API_KEYS', 'bootstrap');
       this.logger.info({ principal, keyPrefix: apiKeyPrefix(key) }, 'bootstrap API key ready');
     }
+    const revoked = await this.principals.revokeBootstrapKeysExcept(keys.map(({ key }) => hashApiKey(key)));
+    if (revoked > 0) this.logger.warn({ revoked }, 'bootstrap API keys no longer in UHP_API_KEYS revoked');
   }
 }

@@ -6,7 +6,7 @@
  * Reads DATABASE_URL like the gateway.
  */
 import { gatewayConfigSchema, loadConfig } from '@app/common';
-import { openPrincipals, type PrincipalRepository } from '@app/db';
+import { AmbiguousKeyError, openPrincipals, type PrincipalRepository } from '@app/db';
 import { apiKeyPrefix, generateApiKey, hashApiKey } from '../auth/api-key';
 
 const USAGE =
@@ -54,7 +54,14 @@ export async function runKeysCommand(
         out(USAGE);
         return 2;
       }
-      const revoked = await principals.revoke(rest[0]);
+      let revoked: number;
+      try {
+        revoked = await principals.revoke(rest[0]);
+      } catch (error) {
+        if (!(error instanceof AmbiguousKeyError)) throw error;
+        out(error.message);
+        return 2;
+      }
       out(`revoked ${revoked} key(s)`);
       return revoked > 0 ? 0 : 1;
     }

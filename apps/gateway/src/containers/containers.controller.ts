@@ -20,6 +20,7 @@ import { presentContainer, presentContainerFile } from '../http/presenters';
 import { ResponseWriter } from '../http/response-writer';
 import { isMultipart, uploadBodyOf, UploadLengthGuard } from '../http/upload-body';
 import { bodyObject } from '../sessions/metadata';
+import { Concurrency } from '../limits/concurrency-limits';
 import { ContainerFilesService } from './container-files.service';
 import { ContainersService } from './containers.service';
 
@@ -58,6 +59,7 @@ export class ContainersController {
   @HttpCode(200)
   @TaskScoped()
   @UseGuards(UploadLengthGuard)
+  @Concurrency('uploads')
   async addFile(@CallerOf() caller: Caller, @Param('cid') cid: string, @Req() req: Request, @Body() body: unknown) {
     checkContainerScope(caller, cid);
     if (isMultipart(req))
@@ -86,6 +88,7 @@ export class ContainersController {
 
   @Get(':cid/files/:fid/content')
   @TaskScoped()
+  @Concurrency('downloads')
   async content(
     @CallerOf() caller: Caller,
     @Param('cid') cid: string,

@@ -7,6 +7,7 @@ import { presentFile } from '../http/presenters';
 import { ResponseWriter } from '../http/response-writer';
 import { uploadBodyOf, UploadLengthGuard } from '../http/upload-body';
 import { toPurpose } from './file-fields';
+import { Concurrency } from '../limits/concurrency-limits';
 import { FilesService } from './files.service';
 
 @Controller('v1/files')
@@ -19,6 +20,7 @@ export class FilesController {
   @Post()
   @HttpCode(200)
   @UseGuards(UploadLengthGuard)
+  @Concurrency('uploads')
   async upload(@PrincipalId() principalId: string, @Req() req: Request) {
     return presentFile(await this.files.upload(principalId, uploadBodyOf(req)));
   }
@@ -42,6 +44,7 @@ export class FilesController {
 
   @Get(':id/content')
   @TaskScoped()
+  @Concurrency('downloads')
   async content(@CallerOf() caller: Caller, @Param('id') id: string, @Req() req: Request, @Res() res: Response) {
     checkInputFileScope(caller, id);
     await this.writer.download(req, res, await this.files.download(caller.principalId, id));

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { pipeline } from 'node:stream/promises';
-import { ApiError, LOGGER, type AppLogger } from '@app/common';
+import { ApiError, APP_CONFIG, LOGGER, watchResponseBody, type AppLogger, type GatewayConfig } from '@app/common';
 import type { Download } from '../downloads/downloads';
 import { dispositionHeader } from './content-disposition';
 
@@ -42,7 +42,15 @@ export interface JsonStream<T> {
 /** Writes what services return onto the response: downloads with every header of the contract, and streamed JSON. */
 @Injectable()
 export class ResponseWriter {
-  constructor(@Inject(LOGGER) private readonly logger: AppLogger) {}
+  constructor(
+    @Inject(LOGGER) private readonly logger: AppLogger,
+    @Inject(APP_CONFIG) private readonly config: GatewayConfig,
+  ) {}
+
+  /** A body that stops moving (a client that stopped reading) is cut after the idle limit. */
+  private watch(res: Response): void {
+    watchResponseBody(res, { idleMs: this.config.UHP_IDLE_TIMEOUT_MS, logger: this.logger });
+  }
 
   /**
    * Content-Disposition, nosniff, the CSP sandbox, a strong ETag with 304, and one byte range (206/416;
@@ -82,6 +90,7 @@ export class ResponseWriter {
       return;
     }
     const body = await download.open(range);
+    this.watch(res);
     try {
       await pipeline(body, res);
     } catch (error) {
@@ -100,6 +109,7 @@ export class ResponseWriter {
     res.status(200);
     res.setHeader('content-type', 'application/json; charset=utf-8');
     res.setHeader('cache-control', 'no-store');
+    this.watch(res);
     const write = async (text: string) => {
       if (!res.write(text)) await drainedOrClosed(res);
     };

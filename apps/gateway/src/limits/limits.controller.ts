@@ -11,6 +11,13 @@ export function limitsBody(config: GatewayConfig, previewFormats: string[]) {
     max_request_bytes: maxRequestBytes(config),
     preview: { enabled: previewFormats.length > 0, formats: previewFormats, timeout_ms: config.PREVIEW_TIMEOUT_MS },
     archive: { formats: ['zip'] },
+    per_principal: {
+      concurrent_uploads: config.UHP_MAX_CONCURRENT_UPLOADS,
+      concurrent_downloads: config.UHP_MAX_CONCURRENT_DOWNLOADS,
+      responses_in_flight: config.UHP_MAX_RESPONSES_IN_FLIGHT,
+      pending_previews: config.UHP_MAX_PENDING_PREVIEWS,
+      archive_builds: config.UHP_MAX_ARCHIVE_BUILDS,
+    },
   };
 }
 

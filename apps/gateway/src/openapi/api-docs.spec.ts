@@ -31,7 +31,8 @@ function servedRoutes(): string[] {
   for (const controller of API_CONTROLLERS) {
     const base = Reflect.getMetadata(PATH_METADATA, controller) as string;
     for (const name of Object.getOwnPropertyNames(controller.prototype)) {
-      const handler = controller.prototype[name];
+      const handler: unknown = Reflect.get(controller.prototype, name);
+      if (typeof handler !== 'function') continue;
       const path = Reflect.getMetadata(PATH_METADATA, handler) as string | undefined;
       const method = Reflect.getMetadata(METHOD_METADATA, handler) as RequestMethod | undefined;
       if (path === undefined || method === undefined) continue;

@@ -2,6 +2,7 @@ import { Controller, Get, Inject, Param, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { PrincipalId } from '../auth/auth';
 import { ResponseWriter } from '../http/response-writer';
+import { Concurrency } from '../limits/concurrency-limits';
 import { PreviewsService } from './previews.service';
 
 /** PDF previews: 501 when off or not installed, 502 when a file will not convert. */
@@ -13,6 +14,7 @@ export class PreviewsController {
   ) {}
 
   @Get()
+  @Concurrency('downloads')
   async preview(
     @PrincipalId() principalId: string,
     @Param('cid') cid: string,

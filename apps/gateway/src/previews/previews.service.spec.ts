@@ -126,4 +126,35 @@ describe('PreviewsService', () => {
       code: 'not_found',
     });
   });
+
+  it("refuses a principal's conversion past its pending limit with 429, and queues each principal's first one first", async () => {
+    const services = await world({ UHP_MAX_PENDING_PREVIEWS: '2', PREVIEW_TIMEOUT_MS: '1000' });
+    let gone = false;
+    const isGone = () => gone;
+    const waiting = [];
+    for (const name of ['one.docx', 'two.docx'])
+      waiting.push(
+        services.previews
+          .preview(ALICE, services.containerId, (await services.put(name, name)).id, isGone)
+          .catch(() => null),
+      );
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    const third = await services.put('three.docx', 'three');
+    await expect(services.previews.preview(ALICE, services.containerId, third.id, never)).rejects.toMatchObject({
+      code: 'rate_limited',
+      headers: { 'retry-after': '5' },
+    });
+    const bobSession = await services.sessions.create(BOB, {});
+    const bobFile = await services.containerFiles.upload(
+      BOB,
+      bobSession.currentContainerId!,
+      fileUpload('b.docx', 'bob'),
+      USER_ORIGIN,
+    );
+    waiting.push(services.previews.preview(BOB, bobSession.currentContainerId!, bobFile.id, isGone).catch(() => null));
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(services.platform.jobs.added.map((job) => job.priority)).toEqual([1, 2, 1]);
+    gone = true;
+    await Promise.all(waiting);
+  });
 });

@@ -9,6 +9,8 @@ import { ConverterAvailability } from './converter-availability';
 
 /** How often a waiting request looks at the previews row. */
 const POLL_MS = 100;
+/** What a client over its pending-previews limit waits before it asks again. */
+const PENDING_RETRY_AFTER_SECONDS = 5;
 
 /** `report.docx` → `report.pdf`. */
 export function pdfFilename(filename: string): string {
@@ -71,15 +73,17 @@ export class PreviewsService {
     isGone: () => boolean,
   ): Promise<PreviewRow> {
     const source = { objectId: file.objectId, filename: file.filename, contentType: file.contentType };
-    let preview = await this.previews.findOrCreate(
-      principalId,
-      { sha256: file.sha256, format, version: PREVIEW_PIPELINE_VERSION },
-      source,
-    );
+    const key = { sha256: file.sha256, format, version: PREVIEW_PIPELINE_VERSION };
+    let preview = await this.previews.find(principalId, key);
+    if (!preview || (preview.status === 'FAILED' && !preview.permanent)) await this.refuseOverPendingLimit(principalId);
+    preview ??= await this.previews.findOrCreate(principalId, key, source);
     if (preview.status === 'FAILED' && !preview.permanent)
       preview = (await this.previews.retry(principalId, preview.id, preview.generation, source)) ?? preview;
     if (preview.status === 'PENDING') {
-      await this.jobs.add(JOB.convertPreview, [{ previewId: preview.id, generation: preview.generation }]);
+      // Its place among the principal's pending previews: one principal's backlog waits behind another's first.
+      const place = await this.previews.countPending(principalId);
+      const job = { previewId: preview.id, generation: preview.generation };
+      await this.jobs.add(JOB.convertPreview, [job], { priority: place });
       preview = await this.waitFor(principalId, preview, isGone);
     }
     if (preview.status === 'READY' && preview.storageKey) return preview;
@@ -93,6 +97,16 @@ export class PreviewsService {
         'it goes on in the background, so try again shortly.',
       false,
     );
+  }
+
+  /** A principal with its quota of conversions pending queues no more until some finish. */
+  private async refuseOverPendingLimit(principalId: string): Promise<void> {
+    const pending = await this.previews.countPending(principalId);
+    const max = this.config.UHP_MAX_PENDING_PREVIEWS;
+    if (pending < max) return;
+    throw new ApiError('rate_limited', `${pending} previews of yours are converting; at most ${max} at once.`, null, {
+      'retry-after': String(PENDING_RETRY_AFTER_SECONDS),
+    });
   }
 
   /** Polls the row until it leaves PENDING, the preview timeout passes, or the client goes away. */

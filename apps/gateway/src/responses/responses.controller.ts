@@ -2,6 +2,7 @@ import { Body, Controller, Get, HttpCode, Inject, Param, Post } from '@nestjs/co
 import { APP_CONFIG, type GatewayConfig } from '@app/common';
 import { PrincipalId } from '../auth/auth';
 import { presentResponse } from '../http/presenters';
+import { Concurrency } from '../limits/concurrency-limits';
 import { ResponsesService } from './responses.service';
 
 @Controller('v1/responses')
@@ -17,6 +18,7 @@ export class ResponsesController {
 
   @Post()
   @HttpCode(200)
+  @Concurrency('responses')
   async create(@PrincipalId() principalId: string, @Body() body: unknown) {
     return presentResponse(await this.responses.create(principalId, body), this.publicBaseUrl);
   }

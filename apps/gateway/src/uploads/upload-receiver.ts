@@ -35,6 +35,12 @@ export class UploadReceiver {
   ) {}
 
   async receive(body: UploadBody, principalId: string, checkField: FieldCheck): Promise<ReceivedUpload> {
+    if (!/^multipart\/form-data\s*(?:;|$)/i.test(body.headers['content-type'] ?? '')) {
+      throw new ApiError(
+        'unsupported_media_type',
+        'Upload with Content-Type: multipart/form-data and a part named "file".',
+      );
+    }
     let parser: busboy.Busboy;
     try {
       parser = busboy({

@@ -1,6 +1,7 @@
 import { Controller, Delete, Get, HttpCode, Inject, Param, Put, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { ApiError } from '@app/common';
+import { pipeline } from 'node:stream/promises';
+import { ApiError, APP_CONFIG, LOGGER, watchResponseBody, type AppLogger, type StorageConfig } from '@app/common';
 import { STORAGE_HEADER, STORAGE_KEY_PATTERN, type StoredObjectReceipt } from '@app/contracts';
 import { ObjectsService } from './objects.service';
 
@@ -12,7 +13,11 @@ function checkedKey(key: string): string {
 /** The internal object API: PUT streams in, GET streams out (with Range), DELETE removes. */
 @Controller('internal/objects')
 export class ObjectsController {
-  constructor(@Inject(ObjectsService) private readonly objects: ObjectsService) {}
+  constructor(
+    @Inject(ObjectsService) private readonly objects: ObjectsService,
+    @Inject(APP_CONFIG) private readonly config: StorageConfig,
+    @Inject(LOGGER) private readonly logger: AppLogger,
+  ) {}
 
   @Put(':key')
   async put(@Param('key') key: string, @Req() req: Request): Promise<StoredObjectReceipt> {
@@ -26,13 +31,19 @@ export class ObjectsController {
   @Get(':key')
   async get(@Param('key') key: string, @Req() req: Request, @Res() res: Response): Promise<void> {
     const range = typeof req.headers.range === 'string' ? req.headers.range : undefined;
-    await this.objects.read(checkedKey(key), range, (length, contentRange) => {
-      res.status(contentRange ? 206 : 200);
-      res.setHeader('content-type', 'application/octet-stream');
-      res.setHeader('content-length', length);
-      if (contentRange) res.setHeader('content-range', contentRange);
-      return res;
-    });
+    const object = await this.objects.read(checkedKey(key), range);
+    res.status(object.contentRange ? 206 : 200);
+    res.setHeader('content-type', 'application/octet-stream');
+    res.setHeader('content-length', object.contentLength);
+    if (object.contentRange) res.setHeader('content-range', object.contentRange);
+    watchResponseBody(res, { idleMs: this.config.UHP_IDLE_TIMEOUT_MS, logger: this.logger });
+    try {
+      await pipeline(object.body, res);
+    } catch {
+      // The reader went away or stalled past the idle limit: nothing more to send.
+      object.body.destroy();
+      res.destroy();
+    }
   }
 
   @Delete(':key')

@@ -1,10 +1,9 @@
 import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
-import type { Readable, Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
 import { ApiError, APP_CONFIG, LOGGER, type AppLogger, type StorageConfig } from '@app/common';
 import type { StoredObjectReceipt } from '@app/contracts';
 import { MeteringTransform, ObjectTooLargeError } from './metering.transform';
-import { ObjectMissingError, RangeNotSatisfiableError, S3ObjectClient } from './s3-object.client';
+import { ObjectMissingError, type ObjectRead, RangeNotSatisfiableError, S3ObjectClient } from './s3-object.client';
 
 /** Puts, reads and deletes objects; makes sure a failed put leaves nothing in the bucket. */
 @Injectable()
@@ -48,7 +47,6 @@ export class ObjectsService implements OnModuleInit, OnModuleDestroy {
   ): Promise<StoredObjectReceipt> {
     const cap = Math.min(maxBytes, Math.max(this.config.UHP_MAX_FILE_BYTES, this.config.ARCHIVE_MAX_BYTES));
     const meter = new MeteringTransform(cap);
-    const upload = this.s3.upload(key, meter, cap, contentType);
     // Piped by hand, not with pipeline(): a failed upload must not destroy the request's socket, or the
     // caller would never read our answer.
     let firstFailure: 'input' | 'upload' | undefined;
@@ -59,7 +57,7 @@ export class ObjectsService implements OnModuleInit, OnModuleDestroy {
         failed = true;
         firstFailure ??= 'input';
         reject(error);
-        // Ends the upload's input with the error, so lib-storage aborts its multipart upload.
+        // Ends the upload's input with the error, so the upload aborts its multipart upload.
         body.unpipe(meter);
         if (!meter.destroyed) meter.destroy(error instanceof Error ? error : new Error(String(error)));
       };
@@ -73,7 +71,7 @@ export class ObjectsService implements OnModuleInit, OnModuleDestroy {
       meter.once('error', fail);
       body.pipe(meter);
     });
-    const uploaded = upload.done().catch((error: unknown) => {
+    const uploaded = this.s3.upload(key, meter, cap, contentType).catch((error: unknown) => {
       firstFailure ??= 'upload';
       throw error;
     });
@@ -83,7 +81,7 @@ export class ObjectsService implements OnModuleInit, OnModuleDestroy {
     }
     body.unpipe(meter);
     meter.destroy();
-    // lib-storage aborts its multipart upload before done() rejects; this also catches the window where
+    // The upload aborts its multipart upload before it rejects; this also catches the window where
     // the input failed after the last part and the object was completed anyway.
     await this.removeLeftovers(key);
     const cause =
@@ -111,15 +109,10 @@ export class ObjectsService implements OnModuleInit, OnModuleDestroy {
     }
   }
 
-  /** Streams the object (or `range`) into `sink` after `onStart` has set the response headers. */
-  async read(
-    key: string,
-    range: string | undefined,
-    onStart: (length: number, contentRange?: string) => Writable,
-  ): Promise<void> {
-    let object;
+  /** Opens the object, or `range` of it; 404 when it is missing, 416 when the range is outside it. */
+  async read(key: string, range: string | undefined): Promise<ObjectRead> {
     try {
-      object = await this.s3.read(key, range);
+      return await this.s3.read(key, range);
     } catch (error) {
       if (error instanceof ObjectMissingError) throw ApiError.notFound('object');
       if (error instanceof RangeNotSatisfiableError)
@@ -127,8 +120,6 @@ export class ObjectsService implements OnModuleInit, OnModuleDestroy {
       this.logger.error({ key, err: error }, 'S3 read failed');
       throw new ApiError('service_unavailable', 'Object storage failed; try again.');
     }
-    const sink = onStart(object.contentLength, object.contentRange);
-    await pipeline(object.body, sink);
   }
 
   async delete(key: string): Promise<void> {
@@ -141,11 +132,20 @@ export class ObjectsService implements OnModuleInit, OnModuleDestroy {
     }
   }
 
-  /** Multipart uploads of a storage process that crashed mid-upload are aborted once they are old. */
+  /**
+   * Multipart uploads a crashed storage process left are aborted once they are old and idle: one this
+   * process is still receiving, or whose newest part arrived within the horizon (another replica's slow
+   * but live upload), is left alone, however long ago it started.
+   */
   async abortAbandonedUploads(): Promise<number> {
     try {
       const before = new Date(Date.now() - this.config.STORAGE_ABANDONED_UPLOAD_SECONDS * 1000);
-      const aborted = await this.s3.abortUploads('', before);
+      const isLive = async ({ key, uploadId }: { key: string; uploadId: string }) => {
+        if (this.inFlight.has(key)) return true;
+        const lastPart = await this.s3.lastPartAt(key, uploadId);
+        return lastPart !== null && lastPart >= before;
+      };
+      const aborted = await this.s3.abortUploads('', before, isLive);
       if (aborted > 0) this.logger.warn({ aborted }, 'aborted abandoned multipart uploads');
       return aborted;
     } catch (error) {

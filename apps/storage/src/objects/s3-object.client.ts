@@ -4,13 +4,15 @@ import {
   GetObjectCommand,
   HeadBucketCommand,
   ListMultipartUploadsCommand,
+  ListPartsCommand,
   S3Client,
   S3ServiceException,
 } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
 import { Agent } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { StorageConfig } from '@app/common';
+import { uploadStream } from './multipart-upload';
+import { PartBufferPool } from './part-buffer-pool';
 
 export interface ObjectRead {
   body: Readable;
@@ -24,10 +26,13 @@ export class ObjectMissingError extends Error {}
 /** All S3 I/O of uhp-files. This process is the only holder of the S3 credentials. */
 export class S3ObjectClient {
   private readonly s3: S3Client;
+  /** The part buffers all uploads of this process share (STORAGE_MEMORY_BUDGET_BYTES). */
+  readonly partBuffers: PartBufferPool;
   readonly bucket: string;
 
   constructor(private readonly config: StorageConfig) {
     this.bucket = config.S3_BUCKET;
+    this.partBuffers = new PartBufferPool(config.STORAGE_MEMORY_BUDGET_BYTES);
     this.s3 = new S3Client({
       endpoint: config.S3_ENDPOINT,
       region: config.S3_REGION,
@@ -36,23 +41,26 @@ export class S3ObjectClient {
       // Checksums on every part would cost a second pass over each byte; we hash once ourselves.
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
-      requestHandler: { httpAgent: new Agent({ keepAlive: true, maxSockets: 128 }) },
+      requestHandler: { httpAgent: new Agent({ keepAlive: true, maxSockets: config.S3_MAX_SOCKETS }) },
     });
   }
 
+  /** Parts are sized so `maxBytes` fits in S3's 10,000 parts. */
+  partSizeFor(maxBytes: number): number {
+    return Math.max(this.config.S3_PART_SIZE_BYTES, Math.ceil(maxBytes / 10_000));
+  }
+
   /**
-   * A multipart upload from a stream. Parts are sized so `maxBytes` fits in S3's 10,000 parts; memory
-   * is bounded by queueSize × partSize whatever the object's size.
+   * Streams `body` into `key`: a multipart upload through the shared part buffers (see uploadStream),
+   * or one PUT when it is smaller than a part. Rejects, with nothing left on S3, when the body errors
+   * or S3 fails.
    */
-  upload(key: string, body: Readable, maxBytes: number, contentType?: string): Upload {
-    const partSize = Math.max(this.config.S3_PART_SIZE_BYTES, Math.ceil(maxBytes / 10_000));
-    return new Upload({
-      client: this.s3,
-      params: { Bucket: this.bucket, Key: key, Body: body, ContentType: contentType ?? 'application/octet-stream' },
-      partSize,
-      queueSize: this.config.S3_UPLOAD_QUEUE_SIZE,
-      leavePartsOnError: false,
-    });
+  upload(key: string, body: Readable, maxBytes: number, contentType?: string): Promise<void> {
+    return uploadStream(
+      { client: this.s3, bucket: this.bucket, key, contentType: contentType ?? 'application/octet-stream' },
+      body,
+      { partSize: this.partSizeFor(maxBytes), queueSize: this.config.S3_UPLOAD_QUEUE_SIZE, pool: this.partBuffers },
+    );
   }
 
   async read(key: string, range?: string): Promise<ObjectRead> {
@@ -76,8 +84,15 @@ export class S3ObjectClient {
     await this.s3.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
   }
 
-  /** Aborts unfinished multipart uploads under `prefix` started before `before` (all when omitted). */
-  async abortUploads(prefix: string, before?: Date): Promise<number> {
+  /**
+   * Aborts unfinished multipart uploads under `prefix` started before `before` (all when omitted) —
+   * except those `isLive` says are still receiving bytes.
+   */
+  async abortUploads(
+    prefix: string,
+    before?: Date,
+    isLive?: (upload: { key: string; uploadId: string }) => Promise<boolean>,
+  ): Promise<number> {
     let aborted = 0;
     let keyMarker: string | undefined;
     let uploadIdMarker: string | undefined;
@@ -92,6 +107,7 @@ export class S3ObjectClient {
       );
       for (const upload of page.Uploads ?? []) {
         if (before && upload.Initiated && upload.Initiated >= before) continue;
+        if (isLive && (await isLive({ key: upload.Key!, uploadId: upload.UploadId! }))) continue;
         await this.s3.send(
           new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: upload.Key, UploadId: upload.UploadId }),
         );
@@ -100,6 +116,21 @@ export class S3ObjectClient {
       if (!page.IsTruncated) return aborted;
       keyMarker = page.NextKeyMarker;
       uploadIdMarker = page.NextUploadIdMarker;
+    }
+  }
+
+  /** When the newest part of an unfinished multipart upload arrived; null when it has none yet. */
+  async lastPartAt(key: string, uploadId: string): Promise<Date | null> {
+    let latest: Date | null = null;
+    let marker: string | undefined;
+    for (;;) {
+      const page = await this.s3.send(
+        new ListPartsCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumberMarker: marker }),
+      );
+      for (const part of page.Parts ?? [])
+        if (part.LastModified && (!latest || part.LastModified > latest)) latest = part.LastModified;
+      if (!page.IsTruncated) return latest;
+      marker = page.NextPartNumberMarker;
     }
   }
 

@@ -45,6 +45,11 @@ export class ArchiveArtifacts {
     }
   }
 
+  /** A token that changes when an artifact is added to or deleted from the session. */
+  version(archive: ArchiveBuild): Promise<string> {
+    return this.containerFiles.sessionVersion(archive.principalId, archive.sessionId);
+  }
+
   /** The manifest of the session as it is now. */
   async currentManifest(archive: ArchiveBuild): Promise<Manifest> {
     const hasher = new ManifestHasher();

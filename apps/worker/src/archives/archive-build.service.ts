@@ -5,7 +5,10 @@ import { ArchiveRepository, ObjectStager, UnitOfWork, type ArchiveBuild, type St
 import { ArchiveArtifacts } from './archive-artifacts';
 import { ZipWriter } from './zip-writer';
 
-/** Progress goes into the archive row at most this often (the gateway reads it for its 202). */
+/**
+ * Progress goes into the archive row this often (the gateway reads it for its 202), and the build checks
+ * as often whether the session's artifacts changed under it.
+ */
 export const PROGRESS_INTERVAL_MS = 1_000;
 
 export type BuildOutcome = 'built' | 'already-built' | 'gone' | 'session-gone' | 'superseded';
@@ -44,21 +47,21 @@ export class ArchiveBuildService {
     if (!(await this.archives.claimForBuild(archive.principalId, archive.id))) return 'gone';
 
     const progress: Progress = { filesDone: 0, bytesDone: 0 };
-    const reporter = setInterval(() => {
-      this.archives
-        .reportProgress(archive.principalId, archive.id, progress.filesDone, progress.bytesDone)
-        .catch((error) => this.logger.warn({ err: error, archiveId }, 'could not record archive progress'));
-    }, PROGRESS_INTERVAL_MS);
+    const version = await this.artifacts.version(archive);
+    const stale = new AbortController();
+    const watcher = setInterval(() => void this.watch(archive, progress, version, stale), PROGRESS_INTERVAL_MS);
     let built: { manifest: Manifest; zip: StagedObject };
     try {
-      built = await this.writeZip(archive, progress);
+      built = await this.writeZip(archive, progress, stale.signal);
     } catch (error) {
+      // The session changed under the build (an artifact added or deleted, the row gone): not worth finishing.
+      if (stale.signal.aborted) return this.superseded(archive);
       // An artifact deleted mid-build (its object purged under us) changes the manifest: not worth a retry.
       if ((await this.artifacts.currentManifest(archive)).hash !== archive.manifestHash)
         return this.superseded(archive);
       throw error;
     } finally {
-      clearInterval(reporter);
+      clearInterval(watcher);
     }
     if (built.manifest.hash !== archive.manifestHash) {
       await this.stager.discard([built.zip]);
@@ -90,15 +93,49 @@ export class ArchiveBuildService {
     if (archive) await this.archives.markFailed(archive.principalId, archive.id, reason);
   }
 
+  /**
+   * Every second of a build: records its progress for the gateway's 202, and stops it early when its row
+   * went away or the session's artifacts changed — the ZIP being written could never be kept.
+   */
+  private async watch(
+    archive: ArchiveBuild,
+    progress: Progress,
+    version: string,
+    stale: AbortController,
+  ): Promise<void> {
+    try {
+      const building = await this.archives.reportProgress(
+        archive.principalId,
+        archive.id,
+        progress.filesDone,
+        progress.bytesDone,
+      );
+      if (!building || (await this.artifacts.version(archive)) !== version) {
+        if (!stale.signal.aborted)
+          this.logger.info(
+            { archiveId: archive.id, filesDone: progress.filesDone },
+            'session changed mid-build; build stopped',
+          );
+        stale.abort();
+      }
+    } catch (error) {
+      this.logger.warn({ err: error, archiveId: archive.id }, 'could not record archive progress');
+    }
+  }
+
   private async superseded(archive: ArchiveBuild): Promise<BuildOutcome> {
     await this.archives.removeUnbuilt(archive.principalId, archive.id);
     return 'superseded';
   }
 
-  /** The ZIP streams into a staged object while the entries are added; a failure on either side discards it. */
+  /**
+   * The ZIP streams into a staged object while the entries are added; a failure on either side, or
+   * `stop`, discards it.
+   */
   private async writeZip(
     archive: ArchiveBuild,
     progress: Progress,
+    stop: AbortSignal,
   ): Promise<{ manifest: Manifest; zip: StagedObject }> {
     const zip = this.zipWriter.open({
       onBytes: (count) => (progress.bytesDone += count),
@@ -107,7 +144,10 @@ export class ArchiveBuildService {
     const staging = this.stager.stage(archive.principalId, zip.output, {
       maxBytes: this.config.ARCHIVE_MAX_BYTES,
       contentType: 'application/zip',
+      signal: stop,
     });
+    const onStop = () => zip.fail(new Error('the session changed during the build'));
+    stop.addEventListener('abort', onStop, { once: true });
     let manifest: Manifest;
     try {
       manifest = await this.artifacts.addAll(archive, zip);
@@ -117,6 +157,10 @@ export class ArchiveBuildService {
       await staging.catch(() => undefined);
       throw error;
     }
-    return { manifest, zip: await staging };
+    try {
+      return { manifest, zip: await staging };
+    } finally {
+      stop.removeEventListener('abort', onStop);
+    }
   }
 }

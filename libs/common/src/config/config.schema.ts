@@ -30,6 +30,26 @@ const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'si
 
 export const DEV_STORAGE_TOKEN = 'uhp-dev-storage-token';
 
+/** Connection limits of every service's HTTP server: idle bodies, slow headers, idle keep-alive. */
+const http = {
+  /** No byte of a request body, or of a streaming response, for this long: the connection is closed. */
+  UHP_IDLE_TIMEOUT_MS: integer(60_000, 1_000),
+  /** The request's headers must arrive within this long. */
+  UHP_HEADERS_TIMEOUT_MS: integer(30_000, 1_000),
+  /** An idle keep-alive connection is closed after this long (above the usual 60 s of load balancers). */
+  UHP_KEEP_ALIVE_TIMEOUT_MS: integer(65_000, 1_000),
+};
+
+export const httpTimeoutsOf = (config: {
+  UHP_IDLE_TIMEOUT_MS: number;
+  UHP_HEADERS_TIMEOUT_MS: number;
+  UHP_KEEP_ALIVE_TIMEOUT_MS: number;
+}) => ({
+  idleMs: config.UHP_IDLE_TIMEOUT_MS,
+  headersMs: config.UHP_HEADERS_TIMEOUT_MS,
+  keepAliveMs: config.UHP_KEEP_ALIVE_TIMEOUT_MS,
+});
+
 const database = {
   DATABASE_URL: url('postgresql://postgres@127.0.0.1:5432/uhp'),
   DATABASE_POOL_SIZE: integer(10, 1, 200),
@@ -42,6 +62,7 @@ const storageClient = {
 };
 
 export const gatewayConfigSchema = z.object({
+  ...http,
   ...database,
   ...redis,
   ...storageClient,
@@ -73,9 +94,20 @@ export const gatewayConfigSchema = z.object({
   AGENT_TIMEOUT_MS: integer(120_000, 1_000),
   /** How long GET …/files/archive waits for a build before it answers 202 with the progress. */
   ARCHIVE_WAIT_MS: integer(10_000, 0, 120_000),
+  /** Per principal, per gateway process: uploads streaming at once (POST /v1/files and container uploads). */
+  UHP_MAX_CONCURRENT_UPLOADS: integer(8, 1, 10_000),
+  /** Per principal, per gateway process: downloads, previews and archives being served at once. */
+  UHP_MAX_CONCURRENT_DOWNLOADS: integer(32, 1, 10_000),
+  /** Per principal, per gateway process: responses whose agent is running. */
+  UHP_MAX_RESPONSES_IN_FLIGHT: integer(8, 1, 10_000),
+  /** Per principal, across the installation: previews queued or converting. */
+  UHP_MAX_PENDING_PREVIEWS: integer(16, 1, 100_000),
+  /** Per principal, across the installation: archive builds queued or running. */
+  UHP_MAX_ARCHIVE_BUILDS: integer(2, 1, 10_000),
 });
 
 export const storageConfigSchema = z.object({
+  ...http,
   ...storageClient,
   LOG_LEVEL: logLevel,
   HOST: z.string().default('127.0.0.1'),
@@ -96,6 +128,13 @@ export const storageConfigSchema = z.object({
   S3_PART_SIZE_BYTES: integer(16 * MiB, 5 * MiB, 5 * GiB),
   S3_UPLOAD_QUEUE_SIZE: integer(4, 1, 32),
   /**
+   * Bytes all uploads of this process may hold in part buffers at once; an upload waits for a part's
+   * worth rather than allocate it. Memory stays near this (plus the process's baseline) under any load.
+   */
+  STORAGE_MEMORY_BUDGET_BYTES: integer(256 * MiB, 5 * MiB),
+  /** Connections to S3 at most (each download and each part in flight holds one). */
+  S3_MAX_SOCKETS: integer(1024, 1, 65_536),
+  /**
    * Largest session archive the worker may store; the hard cap of a put is the larger of this and UHP_MAX_FILE_BYTES.
    */
   ARCHIVE_MAX_BYTES: integer(64 * GiB, 1),
@@ -105,6 +144,7 @@ export const storageConfigSchema = z.object({
 });
 
 export const workerConfigSchema = z.object({
+  ...http,
   ...database,
   ...redis,
   ...storageClient,

@@ -6,6 +6,7 @@ export interface DrainLimits {
 }
 
 const drainLimits = new WeakMap<IncomingMessage, DrainLimits>();
+const draining = new WeakSet<IncomingMessage>();
 
 /** Routes that accept large bodies raise the drain budget of their requests (2 × the body limit). */
 export function setDrainLimits(req: IncomingMessage, limits: DrainLimits): void {
@@ -18,7 +19,8 @@ export function setDrainLimits(req: IncomingMessage, limits: DrainLimits): void 
  * the answer instead of a broken pipe (docs/api.md §1). Past the budget the connection is closed.
  */
 export function drainRequest(req: IncomingMessage, fallback: DrainLimits): void {
-  if (req.complete || req.destroyed) return;
+  if (req.complete || req.destroyed || draining.has(req)) return;
+  draining.add(req);
   const { maxBytes, timeoutMs } = drainLimits.get(req) ?? fallback;
   let seen = 0;
   const stop = () => {

@@ -1,5 +1,6 @@
 import { Controller, Get, Inject, Module, Optional, type DynamicModule, type Provider } from '@nestjs/common';
 import { ApiError } from '../errors/api-error';
+import { LOGGER, type AppLogger } from '../logging/logging.module';
 import { Public } from '../auth/public.decorator';
 
 /** A dependency the service needs to be ready (Postgres, Redis, S3, the storage service …). */
@@ -35,6 +36,7 @@ async function withTimeout(check: ReadinessCheck): Promise<string | null> {
 class HealthController {
   constructor(
     @Inject(READINESS_CHECKS) private readonly checks: ReadinessCheck[],
+    @Inject(LOGGER) private readonly logger: AppLogger,
     @Optional() @Inject(READINESS_DETAILS) private readonly details?: ReadinessDetails,
   ) {}
 
@@ -50,10 +52,11 @@ class HealthController {
     const results = await Promise.all(this.checks.map(async (c) => [c.name, await withTimeout(c)] as const));
     const failed = results.filter(([, problem]) => problem !== null);
     if (failed.length > 0) {
-      throw new ApiError(
-        'service_unavailable',
-        `Not ready: ${failed.map(([name, problem]) => `${name}: ${problem}`).join('; ')}`,
-      );
+      // Public: the body names the dependency, never its error text (hosts, ports, driver messages);
+      // the log has it.
+      this.logger.warn({ failed: Object.fromEntries(failed) }, 'not ready');
+      const names = failed.map(([name]) => name).join(', ');
+      throw new ApiError('service_unavailable', `Not ready: ${names} did not answer.`);
     }
     return {
       status: 'ok',

@@ -6,6 +6,9 @@ import { ApiError } from '../errors/api-error';
 import { LOGGER, type AppLogger } from '../logging/logging.module';
 import { currentRequestId } from '../logging/request-context';
 
+/** BullMQ's largest priority. */
+const MAX_PRIORITY = 2_097_152;
+
 export interface QueueDepth {
   waiting: number;
   active: number;
@@ -31,15 +34,25 @@ export class JobBus {
   }
 
   /**
-   * Adds the jobs; a job whose id is already waiting or running is not added twice. 503 when Redis will not take them.
+   * Adds the jobs; a job whose id is already waiting or running is not added twice. 503 when Redis will
+   * not take them. `priority` (1 first) orders the queue: a principal's k-th job waiting gets k, so one
+   * principal's backlog does not hold up another's first job.
    */
-  async add<N extends JobName>(name: N, payloads: JobPayloads[N][]): Promise<void> {
+  async add<N extends JobName>(
+    name: N,
+    payloads: JobPayloads[N][],
+    options: { priority?: number } = {},
+  ): Promise<void> {
     if (payloads.length === 0) return;
     const spec = JOBS[name];
     const requestId = currentRequestId();
     const jobs = payloads.map((payload) => {
       const data = { ...payload, requestId: payload.requestId ?? requestId };
-      return { name, data, opts: { ...spec.options, jobId: spec.jobId(data) } };
+      const priority =
+        options.priority === undefined
+          ? {}
+          : { priority: Math.min(Math.max(1, Math.round(options.priority)), MAX_PRIORITY) };
+      return { name, data, opts: { ...spec.options, ...priority, jobId: spec.jobId(data) } };
     });
     try {
       await this.queues[spec.queue].addBulk(jobs);

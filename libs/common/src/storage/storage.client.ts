@@ -36,7 +36,11 @@ function storageError(status: number, text: string): ApiError {
  * API. Streams both ways; nothing is buffered whole.
  */
 export class StorageClient extends ObjectStore {
-  private readonly agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  /**
+   * No cap on sockets: a shared cap is a choke point one tenant's stalled transfers can fill for every
+   * other tenant. Each socket serves one client transfer, bounded per principal by the gateway's limits.
+   */
+  private readonly agent = new Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 256 });
   private readonly base: URL;
 
   constructor(private readonly options: StorageClientOptions) {

@@ -82,6 +82,11 @@ export class ArchiveRepository {
     return this.findForManifest(principalId, sessionId, manifest.hash);
   }
 
+  /** Builds of the principal queued or running now (its per-principal limit, and its place in the queue). */
+  async countBuilding(principalId: string): Promise<number> {
+    return this.db.archive.count({ where: { principalId, status: { in: ['pending', 'building'] } } });
+  }
+
   /** For the worker, whose job carries only the archive id; the row itself names the principal. */
   async findForBuild(id: string): Promise<ArchiveBuild | null> {
     const row = await this.db.archive.findUnique({
@@ -111,11 +116,13 @@ export class ArchiveRepository {
     return count === 1;
   }
 
-  async reportProgress(principalId: string, id: string, filesDone: number, bytesDone: number): Promise<void> {
-    await this.db.archive.updateMany({
+  /** Records a build's progress; false when the row is no longer building (deleted or superseded meanwhile). */
+  async reportProgress(principalId: string, id: string, filesDone: number, bytesDone: number): Promise<boolean> {
+    const { count } = await this.db.archive.updateMany({
       where: { id, principalId, status: 'building' },
       data: { filesDone, bytesDone: BigInt(bytesDone) },
     });
+    return count === 1;
   }
 
   /**

@@ -138,6 +138,17 @@ export class ContainerFileRepository {
   }
 
   /**
+   * What changes when an artifact is added to or deleted from the session: how many live ones it has, and
+   * the newest. A build compares it as it goes and stops early when it moves.
+   */
+  async sessionVersion(principalId: string, sessionId: string): Promise<string> {
+    const rows = await this.db.$queryRaw<{ files: bigint; newest: bigint | null }[]>(Prisma.sql`
+      SELECT count(*) AS files, max(seq) AS newest FROM container_files
+       WHERE session_id = ${sessionId} AND principal_id = ${principalId}::uuid AND deleted_at IS NULL`);
+    return `${rows[0]?.files ?? 0}:${rows[0]?.newest ?? ''}`;
+  }
+
+  /**
    * The same artifacts as listSessionArtifacts, in the same order, with what an archive build needs to
    * read each one (its storage key).
    */

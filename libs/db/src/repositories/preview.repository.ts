@@ -95,6 +95,18 @@ export class PreviewRepository {
     }
   }
 
+  /** The row for this content of the principal, if any. */
+  async find(principalId: string, key: PreviewKey): Promise<PreviewRow | null> {
+    const where = { principalId_sha256_format_version: { principalId, ...key } };
+    const row = await this.db.preview.findUnique({ where, select: SELECT });
+    return row ? toRow(row) : null;
+  }
+
+  /** Previews of the principal queued or converting now (its per-principal limit, and its place in the queue). */
+  async countPending(principalId: string): Promise<number> {
+    return this.db.preview.count({ where: { principalId, status: 'PENDING' } });
+  }
+
   async findForOwner(principalId: string, id: string): Promise<PreviewRow | null> {
     const row = await this.db.preview.findFirst({ where: { id, principalId }, select: SELECT });
     return row ? toRow(row) : null;

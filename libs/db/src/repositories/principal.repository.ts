@@ -1,5 +1,14 @@
 import type { PrismaService } from '../prisma.service';
 
+export type ApiKeySource = 'cli' | 'bootstrap';
+
+export class AmbiguousKeyError extends Error {
+  override readonly name = 'AmbiguousKeyError';
+  constructor(prefix: string, matches: number) {
+    super(`the prefix ${prefix} matches ${matches} live keys; revoke one by its id`);
+  }
+}
+
 export interface PrincipalRow {
   id: string;
   name: string;
@@ -27,12 +36,13 @@ export class PrincipalRepository {
     return key.principal;
   }
 
-  /** Idempotent: the principal and the key exist afterwards (a revoked bootstrap key stays revoked). */
+  /** Idempotent: the principal and the key exist afterwards (a revoked key stays revoked). */
   async ensureKey(
     principalName: string,
     keyHash: string,
     keyPrefix: string,
     label: string | null,
+    source: ApiKeySource = 'cli',
   ): Promise<PrincipalRow> {
     return this.prisma.$transaction(async (tx) => {
       const principal = await tx.principal.upsert({
@@ -44,7 +54,7 @@ export class PrincipalRepository {
       const existing = await tx.apiKey.findUnique({ where: { keyHash }, select: { principalId: true } });
       if (existing && existing.principalId !== principal.id)
         throw new Error(`that key already belongs to another principal`);
-      if (!existing) await tx.apiKey.create({ data: { principalId: principal.id, keyHash, keyPrefix, label } });
+      if (!existing) await tx.apiKey.create({ data: { principalId: principal.id, keyHash, keyPrefix, label, source } });
       return principal;
     });
   }
@@ -65,11 +75,24 @@ export class PrincipalRepository {
     return keys.map(({ principal, ...key }) => ({ ...key, principalName: principal.name }));
   }
 
-  /** Revokes by key id or by the key's visible prefix; returns how many keys were revoked. */
+  /**
+   * Revokes one key by its id or by its visible prefix: 1 when it was revoked, 0 when no live key
+   * matches. A prefix that more than one live key shares is refused (AmbiguousKeyError): revoke by id.
+   */
   async revoke(idOrPrefix: string): Promise<number> {
     const isUuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(idOrPrefix);
+    const where = { revokedAt: null, ...(isUuid ? { id: idOrPrefix } : { keyPrefix: idOrPrefix }) };
+    return this.prisma.$transaction(async (tx) => {
+      const matches = await tx.apiKey.count({ where });
+      if (matches > 1) throw new AmbiguousKeyError(idOrPrefix, matches);
+      return (await tx.apiKey.updateMany({ where, data: { revokedAt: new Date() } })).count;
+    });
+  }
+
+  /** Bootstrap keys the environment no longer lists are revoked; keys made with the CLI are left alone. */
+  async revokeBootstrapKeysExcept(keyHashes: string[]): Promise<number> {
     const { count } = await this.prisma.apiKey.updateMany({
-      where: { revokedAt: null, ...(isUuid ? { id: idOrPrefix } : { keyPrefix: idOrPrefix }) },
+      where: { source: 'bootstrap', revokedAt: null, keyHash: { notIn: keyHashes } },
       data: { revokedAt: new Date() },
     });
     return count;
