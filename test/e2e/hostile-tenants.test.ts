@@ -369,6 +369,10 @@ describe('keys from UHP_API_KEYS are the environment’s', () => {
     expect(await as(dave)).toBe(401);
     expect(await as(cliKey)).toBe(200);
 
+    // Listed again, it works again; a key an operator revoked would not.
+    await stack.restart('gateway', { UHP_API_KEYS: `carol=${carol},dave=${dave}` });
+    expect(await as(dave)).toBe(200);
+
     const log = readFileSync(join(__dirname, '../../.data/test-logs', `gateway-${stack.portBase}.log`), 'utf8');
     const prefixes = [...log.matchAll(/"keyPrefix":"([^"]*)"/g)].map((match) => match[1]);
     expect(prefixes.length).toBeGreaterThan(0);

@@ -38,4 +38,19 @@ describe('keys CLI', () => {
     expect((await run('create', 'has space')).code).toBe(2);
     expect((await run('frobnicate')).lines[0]).toMatch(/^usage/);
   });
+
+  it('refuses to revoke by a prefix that several live keys share; by id it revokes exactly one', async () => {
+    const name = `ops-${randomUUID().slice(0, 8)}`;
+    const prefix = `sk_${randomUUID().slice(0, 5)}`;
+    const hashes = [randomUUID(), randomUUID()];
+    for (const hash of hashes) await principals.ensureKey(name, hash, prefix, 'twin');
+    const refused = await run('revoke', prefix);
+    expect(refused.code).toBe(2);
+    expect(refused.lines[0]).toMatch(/matches 2 live keys/);
+    for (const hash of hashes) expect(await principals.findByKeyHash(hash)).not.toBeNull();
+    const id = (await run('list', name)).lines[1].split('\t')[0];
+    expect((await run('revoke', id)).code).toBe(0);
+    expect((await run('revoke', prefix)).code).toBe(0);
+    for (const hash of hashes) expect(await principals.findByKeyHash(hash)).toBeNull();
+  });
 });

@@ -52,6 +52,10 @@ export function stackEnv(portBase: number, overrides: Record<string, string> = {
     AGENT_HTTP_TOKEN: TEST_AGENT_SERVICE_TOKEN,
     AGENT_TIMEOUT_MS: '8000',
     LOG_LEVEL: 'info',
+    // Tests of many files share one database: per-principal queue limits would count each other's rows.
+    // The tests of those limits set their own.
+    UHP_MAX_ARCHIVE_BUILDS: '1000',
+    UHP_MAX_PENDING_PREVIEWS: '1000',
     ...overrides,
   };
 }

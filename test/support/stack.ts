@@ -82,6 +82,17 @@ export class Stack {
     await this.start([name]);
   }
 
+  /** Sends SIGTERM to one service and resolves with its exit code once it has stopped by itself. */
+  async terminate(name: ServiceName): Promise<number | null> {
+    const child = this.processes.get(name);
+    if (!child) throw new Error(`${name} is not running`);
+    const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+    child.kill('SIGTERM');
+    const code = await exited;
+    this.processes.delete(name);
+    return code;
+  }
+
   /** Kills one service at once (SIGKILL), as a crash would. */
   kill(name: ServiceName): void {
     this.processes.get(name)?.kill('SIGKILL');

@@ -25,7 +25,7 @@ const JSON_BODY_ROUTES = ['v1/sessions', 'v1/containers', 'v1/containers/:cid/fi
   imports: [
     DbModule,
     PlatformIoModule.forRoot({ failFastOnRedisDown: true }),
-    platformHealth(DatabaseHealth),
+    platformHealth(DatabaseHealth, { needsRedis: false }),
     HttpModule,
     AuthModule,
     FilesModule,

@@ -9,6 +9,7 @@ import {
   createMetricsRegistry,
   DEV_STORAGE_TOKEN,
   exitOnStartFailure,
+  GracefulShutdownModule,
   httpTimeoutsOf,
   gatewayConfigSchema,
   loadConfig,
@@ -35,7 +36,8 @@ async function main() {
       imports: [
         AppConfigModule.forRoot(gatewayConfigSchema, config),
         LoggingModule.forRoot(logger),
-        MetricsModule.forRoot(registry),
+        GracefulShutdownModule,
+        MetricsModule.forRoot(registry, { onApiPort: config.UHP_API_METRICS }),
         GatewayModule,
       ],
     })
@@ -48,6 +50,8 @@ async function main() {
       host: config.HOST,
       port: config.PORT,
       http: httpTimeoutsOf(config),
+      shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
+      metricsPort: config.METRICS_PORT,
       drain: { maxBytes: 2 * maxRequestBytes(config), timeoutMs: config.UHP_DRAIN_TIMEOUT_MS },
       configure: (app) => {
         app.use('/docs/assets', express.static(getAbsoluteFSPath(), { index: false, maxAge: '1h' }));

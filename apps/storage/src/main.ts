@@ -6,6 +6,7 @@ import {
   createMetricsRegistry,
   DEV_STORAGE_TOKEN,
   exitOnStartFailure,
+  GracefulShutdownModule,
   httpTimeoutsOf,
   loadConfig,
   LoggingModule,
@@ -28,6 +29,7 @@ async function main() {
       imports: [
         AppConfigModule.forRoot(storageConfigSchema, config),
         LoggingModule.forRoot(logger),
+        GracefulShutdownModule,
         MetricsModule.forRoot(registry),
         StorageModule,
       ],
@@ -41,6 +43,8 @@ async function main() {
       host: config.HOST,
       port: config.STORAGE_PORT,
       http: httpTimeoutsOf(config),
+      shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
+      metricsPort: config.METRICS_PORT,
       drain: { maxBytes: 64 * 1024, timeoutMs: 1_000 },
     });
   } catch (error) {

@@ -5,6 +5,7 @@ import {
   createLogger,
   createMetricsRegistry,
   exitOnStartFailure,
+  GracefulShutdownModule,
   httpTimeoutsOf,
   loadConfig,
   LoggingModule,
@@ -14,7 +15,10 @@ import {
 } from '@app/common';
 import { WorkerModule } from './worker.module';
 
-/** The worker serves only /healthz, /readyz and /metrics over HTTP; its work comes from the queues. */
+/**
+ * The worker serves only /healthz, /readyz and /metrics over HTTP; its work comes from the queues it
+ * consumes (WORKER_QUEUES).
+ */
 async function main() {
   const bootLogger = createLogger('worker');
   try {
@@ -26,8 +30,9 @@ async function main() {
       imports: [
         AppConfigModule.forRoot(workerConfigSchema, config),
         LoggingModule.forRoot(logger),
+        GracefulShutdownModule,
         MetricsModule.forRoot(registry),
-        WorkerModule,
+        WorkerModule.forRoles(config),
       ],
     })
     class WorkerAppModule {}
@@ -39,6 +44,8 @@ async function main() {
       host: config.HOST,
       port: config.WORKER_PORT,
       http: httpTimeoutsOf(config),
+      shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
+      metricsPort: config.METRICS_PORT,
       drain: { maxBytes: 64 * 1024, timeoutMs: 1_000 },
     });
   } catch (error) {

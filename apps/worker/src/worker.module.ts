@@ -1,39 +1,55 @@
-import { Module } from '@nestjs/common';
-import { PlatformIoModule, platformHealth, READINESS_DETAILS } from '@app/common';
+import { type DynamicModule, Module, type Provider } from '@nestjs/common';
+import { PlatformIoModule, platformHealth, READINESS_DETAILS, type WorkerConfig } from '@app/common';
 import { DatabaseHealth, DbModule } from '@app/db';
-import { PreviewConverters } from './previews/preview-converters.provider';
-import { PreviewsModule } from './previews/previews.module';
 import { ArchivesModule } from './archives/archives.module';
 import { JobMetricsModule } from './jobs/job-metrics';
-import { PurgeProcessor } from './purge/purge.processor';
-import { PurgeService } from './purge/purge.service';
-import { SweepService } from './purge/sweep.service';
+import { PreviewConverters } from './previews/preview-converters.provider';
+import { PreviewsModule } from './previews/previews.module';
+import { PurgeModule } from './purge/purge.module';
 
-const converterReport = {
-  provide: READINESS_DETAILS,
-  useFactory: (converters: PreviewConverters) => () => ({
-    previews: { enabled: converters.enabled, converters: converters.availability() },
-  }),
-  inject: [PreviewConverters],
-};
-
-@Module({
-  imports: [
-    DbModule,
-    PlatformIoModule.forRoot({ failFastOnRedisDown: false }),
-    JobMetricsModule,
-    PreviewsModule,
-    ArchivesModule,
-    platformHealth(DatabaseHealth, {
-      details: [converterReport],
-      checks: {
-        inject: [PreviewConverters],
-        build: (converters: PreviewConverters) => [
-          { name: 'preview-converters', check: () => converters.checkedOnce() },
-        ],
-      },
-    }),
-  ],
-  providers: [PurgeService, SweepService, PurgeProcessor],
-})
-export class WorkerModule {}
+/**
+ * A worker process consumes the queues its WORKER_QUEUES names (preview, archive, purge; all by default),
+ * so each pool scales on its own. Whatever it consumes, it reports the depth of every queue.
+ */
+@Module({})
+export class WorkerModule {
+  static forRoles(config: Pick<WorkerConfig, 'WORKER_QUEUES' | 'PREVIEW_ENABLED'>): DynamicModule {
+    const queues = new Set(config.WORKER_QUEUES);
+    const previews = queues.has('preview') && config.PREVIEW_ENABLED;
+    const details: Provider = previews
+      ? {
+          provide: READINESS_DETAILS,
+          useFactory: (converters: PreviewConverters) => () => ({
+            queues: [...queues],
+            previews: { enabled: true, converters: converters.availability() },
+          }),
+          inject: [PreviewConverters],
+        }
+      : { provide: READINESS_DETAILS, useValue: () => ({ queues: [...queues], previews: { enabled: false } }) };
+    return {
+      module: WorkerModule,
+      imports: [
+        DbModule,
+        PlatformIoModule.forRoot({ failFastOnRedisDown: false }),
+        JobMetricsModule,
+        ...(previews ? [PreviewsModule] : []),
+        ...(queues.has('archive') ? [ArchivesModule] : []),
+        ...(queues.has('purge') ? [PurgeModule] : []),
+        platformHealth(DatabaseHealth, {
+          details: [details],
+          // Ready once the first check of the converters is recorded, so gateways know what previews.
+          ...(previews
+            ? {
+                checks: {
+                  inject: [PreviewConverters],
+                  build: (converters: PreviewConverters) => [
+                    { name: 'preview-converters', check: () => converters.checkedOnce() },
+                  ],
+                },
+              }
+            : {}),
+        }),
+      ],
+    };
+  }
+}

@@ -15,6 +15,7 @@ export * from './storage/object-store';
 export * from './storage/storage.client';
 export * from './http/bootstrap';
 export * from './http/transfer-timeouts';
+export * from './lifecycle/graceful-shutdown';
 export * from './queue/job-bus';
 export * from './queue/job-runner';
 export * from './queue/platform-io.module';

@@ -71,9 +71,9 @@ export async function uploadStream(
     inFlight.add(sending);
     void sending.then(() => inFlight.delete(sending));
   };
-  let creating: Promise<string> | null = null;
+  const created: { upload: Promise<string> | null } = { upload: null };
   const createUpload = () =>
-    (creating ??= client
+    (created.upload ??= client
       .send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ContentType: contentType }))
       .then((out) => {
         if (!out.UploadId) throw new Error('S3 answered CreateMultipartUpload without an UploadId');
@@ -129,7 +129,7 @@ export async function uploadStream(
     );
   } catch (error) {
     await Promise.allSettled(inFlight);
-    const id = uploadId ?? (creating ? await creating.catch(() => null) : null);
+    const id = uploadId ?? (await created.upload?.catch(() => null));
     if (id)
       await client
         .send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: id }))

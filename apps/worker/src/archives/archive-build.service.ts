@@ -36,7 +36,11 @@ export class ArchiveBuildService {
     @Inject(LOGGER) private readonly logger: AppLogger,
   ) {}
 
-  async build(archiveId: string): Promise<BuildOutcome> {
+  /**
+   * `stop` aborts the build (the worker is stopping): the half-written ZIP is discarded, the row stays
+   * `building` for the next worker to claim, and this throws.
+   */
+  async build(archiveId: string, stop: AbortSignal): Promise<BuildOutcome> {
     const archive = await this.archives.findForBuild(archiveId);
     if (!archive) return 'gone';
     if (archive.status === 'ready') return 'already-built';
@@ -52,8 +56,9 @@ export class ArchiveBuildService {
     const watcher = setInterval(() => void this.watch(archive, progress, version, stale), PROGRESS_INTERVAL_MS);
     let built: { manifest: Manifest; zip: StagedObject };
     try {
-      built = await this.writeZip(archive, progress, stale.signal);
+      built = await this.writeZip(archive, progress, AbortSignal.any([stale.signal, stop]));
     } catch (error) {
+      if (stop.aborted) throw error;
       // The session changed under the build (an artifact added or deleted, the row gone): not worth finishing.
       if (stale.signal.aborted) return this.superseded(archive);
       // An artifact deleted mid-build (its object purged under us) changes the manifest: not worth a retry.

@@ -1,17 +1,27 @@
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, type OnApplicationBootstrap } from '@nestjs/common';
 import type { Job } from 'bullmq';
-import { APP_CONFIG, LOGGER, runJob, type AppLogger, type JobHandlers, type WorkerConfig } from '@app/common';
+import {
+  APP_CONFIG,
+  GracefulShutdown,
+  LOGGER,
+  runJob,
+  type AppLogger,
+  type JobHandlers,
+  type WorkerConfig,
+} from '@app/common';
 import { JOB, parseJobPayload, QUEUE } from '@app/contracts';
+import { ActiveJobs } from '../jobs/active-jobs';
 import { JobMetrics } from '../jobs/job-metrics';
 import { ArchiveBuildService } from './archive-build.service';
 
 /** Consumer of the archive queue: one build-archive job per archive row. */
 @Processor(QUEUE.archive)
 export class ArchiveProcessor extends WorkerHost implements OnApplicationBootstrap {
+  private readonly active = new ActiveJobs();
   private readonly handlers: JobHandlers<typeof QUEUE.archive> = {
-    [JOB.buildArchive]: async ({ archiveId }, job) => {
-      const outcome = await this.builds.build(archiveId);
+    [JOB.buildArchive]: async ({ archiveId }, job, signal) => {
+      const outcome = await this.builds.build(archiveId, signal);
       this.metrics.count(job.name, outcome);
       return outcome;
     },
@@ -22,16 +32,18 @@ export class ArchiveProcessor extends WorkerHost implements OnApplicationBootstr
     @Inject(APP_CONFIG) private readonly config: WorkerConfig,
     @Inject(JobMetrics) private readonly metrics: JobMetrics,
     @Inject(LOGGER) private readonly logger: AppLogger,
+    @Inject(GracefulShutdown) private readonly shutdown: GracefulShutdown,
   ) {
     super();
   }
 
   onApplicationBootstrap(): void {
     this.worker.concurrency = this.config.ARCHIVE_CONCURRENCY;
+    this.shutdown.onDrain(QUEUE.archive, (grace) => this.active.drain(this.worker, grace));
   }
 
-  process(job: Job): Promise<unknown> {
-    return runJob(QUEUE.archive, this.handlers, job);
+  process(job: Job, token?: string): Promise<unknown> {
+    return this.active.run(job, token, (signal) => runJob(QUEUE.archive, this.handlers, job, signal));
   }
 
   /** After the last try the row is marked failed, so the gateway answers 503 instead of waiting forever. */

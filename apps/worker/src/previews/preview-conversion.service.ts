@@ -31,8 +31,11 @@ export class PreviewConversionService {
     @Inject(LOGGER) private readonly logger: AppLogger,
   ) {}
 
-  /** Throws ConversionError (permanent or transient) when the conversion fails. */
-  async convert(previewId: string): Promise<PreviewOutcome> {
+  /**
+   * Throws ConversionError (permanent or transient) when the conversion fails. `stop` aborts it (the
+   * worker is stopping): the converter is killed and nothing is kept.
+   */
+  async convert(previewId: string, stop: AbortSignal): Promise<PreviewOutcome> {
     const row = await this.previews.findForJob(previewId);
     if (!row || row.status !== 'PENDING') return 'skipped';
     const registry = await this.converters.get();
@@ -48,7 +51,7 @@ export class PreviewConversionService {
       const converter = await registry.convert(
         { path: input, filename: row.sourceFilename, contentType: row.sourceContentType },
         { path: output },
-        AbortSignal.timeout(this.converters.jobTimeoutMs),
+        AbortSignal.any([AbortSignal.timeout(this.converters.jobTimeoutMs), stop]),
       );
       const pdf = await this.stager.stage(row.principalId, createReadStream(output), {
         maxBytes: MAX_PDF_BYTES,

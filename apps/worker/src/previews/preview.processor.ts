@@ -1,8 +1,17 @@
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, type OnApplicationBootstrap } from '@nestjs/common';
 import { type Job, UnrecoverableError } from 'bullmq';
-import { APP_CONFIG, LOGGER, runJob, type AppLogger, type JobHandlers, type WorkerConfig } from '@app/common';
+import {
+  APP_CONFIG,
+  GracefulShutdown,
+  LOGGER,
+  runJob,
+  type AppLogger,
+  type JobHandlers,
+  type WorkerConfig,
+} from '@app/common';
 import { JOB, QUEUE } from '@app/contracts';
+import { ActiveJobs } from '../jobs/active-jobs';
 import { toConversionError } from './conversion.error';
 import { PreviewConversionService } from './preview-conversion.service';
 
@@ -13,11 +22,14 @@ import { PreviewConversionService } from './preview-conversion.service';
  */
 @Processor(QUEUE.preview, { autorun: false })
 export class PreviewProcessor extends WorkerHost implements OnApplicationBootstrap {
+  private readonly active = new ActiveJobs();
   private readonly handlers: JobHandlers<typeof QUEUE.preview> = {
-    [JOB.convertPreview]: async ({ previewId, generation }, job) => {
+    [JOB.convertPreview]: async ({ previewId, generation }, job, signal) => {
       try {
-        return await this.conversions.convert(previewId);
+        return await this.conversions.convert(previewId, signal);
       } catch (error) {
+        // Stopping: the job goes back to the queue untouched (ActiveJobs), not recorded as failed.
+        if (signal.aborted) throw error;
         const failure = toConversionError(error);
         const lastAttempt = failure.isPermanent || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
         if (lastAttempt) await this.conversions.fail(previewId, generation, failure);
@@ -40,6 +52,7 @@ export class PreviewProcessor extends WorkerHost implements OnApplicationBootstr
     @Inject(PreviewConversionService) private readonly conversions: PreviewConversionService,
     @Inject(APP_CONFIG) private readonly config: WorkerConfig,
     @Inject(LOGGER) private readonly logger: AppLogger,
+    @Inject(GracefulShutdown) private readonly shutdown: GracefulShutdown,
   ) {
     super();
   }
@@ -48,11 +61,12 @@ export class PreviewProcessor extends WorkerHost implements OnApplicationBootstr
     // A worker with previews off leaves the queue to workers that have them.
     if (!this.config.PREVIEW_ENABLED) return;
     this.worker.concurrency = this.config.PREVIEW_CONCURRENCY;
+    this.shutdown.onDrain(QUEUE.preview, (grace) => this.active.drain(this.worker, grace));
     void this.worker.run();
   }
 
-  process(job: Job): Promise<unknown> {
-    return runJob(QUEUE.preview, this.handlers, job);
+  process(job: Job, token?: string): Promise<unknown> {
+    return this.active.run(job, token, (signal) => runJob(QUEUE.preview, this.handlers, job, signal));
   }
 
   @OnWorkerEvent('error')

@@ -1,8 +1,18 @@
 import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, type OnApplicationBootstrap } from '@nestjs/common';
 import type { Job } from 'bullmq';
-import { APP_CONFIG, JobBus, LOGGER, runJob, type AppLogger, type JobHandlers, type WorkerConfig } from '@app/common';
+import {
+  APP_CONFIG,
+  GracefulShutdown,
+  JobBus,
+  LOGGER,
+  runJob,
+  type AppLogger,
+  type JobHandlers,
+  type WorkerConfig,
+} from '@app/common';
 import { JOB, QUEUE } from '@app/contracts';
+import { ActiveJobs } from '../jobs/active-jobs';
 import { JobMetrics } from '../jobs/job-metrics';
 import { PurgeService } from './purge.service';
 import { SweepService } from './sweep.service';
@@ -10,6 +20,7 @@ import { SweepService } from './sweep.service';
 /** Consumer of the purge queue: purge-object jobs and the periodic sweep. */
 @Processor(QUEUE.purge)
 export class PurgeProcessor extends WorkerHost implements OnApplicationBootstrap {
+  private readonly active = new ActiveJobs();
   private readonly handlers: JobHandlers<typeof QUEUE.purge> = {
     [JOB.purgeObject]: async ({ objectId }, job) => this.counted(job, await this.purge.purgeObject(objectId)),
     [JOB.sweep]: async (_payload, job) => {
@@ -29,17 +40,20 @@ export class PurgeProcessor extends WorkerHost implements OnApplicationBootstrap
     @Inject(APP_CONFIG) private readonly config: WorkerConfig,
     @Inject(LOGGER) private readonly logger: AppLogger,
     @Inject(JobMetrics) private readonly metrics: JobMetrics,
+    @Inject(GracefulShutdown) private readonly shutdown: GracefulShutdown,
   ) {
     super();
   }
 
   async onApplicationBootstrap(): Promise<void> {
     this.worker.concurrency = this.config.PURGE_CONCURRENCY;
+    this.shutdown.onDrain(QUEUE.purge, (grace) => this.active.drain(this.worker, grace));
+    // One scheduler in Redis, however many workers register it: the sweep runs once per interval.
     await this.jobs.schedule(JOB.sweep, this.config.SWEEP_INTERVAL_MS, {});
   }
 
-  process(job: Job): Promise<unknown> {
-    return runJob(QUEUE.purge, this.handlers, job);
+  process(job: Job, token?: string): Promise<unknown> {
+    return this.active.run(job, token, (signal) => runJob(QUEUE.purge, this.handlers, job, signal));
   }
 
   private counted<T extends string>(job: Job, outcome: T): T {

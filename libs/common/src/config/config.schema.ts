@@ -38,6 +38,13 @@ const http = {
   UHP_HEADERS_TIMEOUT_MS: integer(30_000, 1_000),
   /** An idle keep-alive connection is closed after this long (above the usual 60 s of load balancers). */
   UHP_KEEP_ALIVE_TIMEOUT_MS: integer(65_000, 1_000),
+  /**
+   * On SIGTERM: readiness fails at once, no new connection is taken, and requests and jobs in flight get
+   * this long to finish (a job that does not is handed back to the queue) before the process closes.
+   */
+  SHUTDOWN_GRACE_MS: integer(25_000, 0, 600_000),
+  /** When set, Prometheus metrics are also served on this port (GET /metrics), off the API port. */
+  METRICS_PORT: integer(0, 0, 65535),
 };
 
 export const httpTimeoutsOf = (config: {
@@ -54,7 +61,17 @@ const database = {
   DATABASE_URL: url('postgresql://postgres@127.0.0.1:5432/uhp'),
   DATABASE_POOL_SIZE: integer(10, 1, 200),
 };
-const redis = { REDIS_URL: url('redis://127.0.0.1:6379') };
+const redis = {
+  REDIS_URL: url('redis://127.0.0.1:6379'),
+  /** The prefix of every queue key in Redis: two installations sharing one Redis need different ones. */
+  REDIS_KEY_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1-64 characters of A-Za-z0-9_.-')
+    .default('bull'),
+};
+
+export const WORKER_QUEUE_NAMES = ['preview', 'archive', 'purge'] as const;
+export type WorkerQueue = (typeof WORKER_QUEUE_NAMES)[number];
 const storageClient = {
   STORAGE_URL: url('http://127.0.0.1:8081'),
   /** secret */
@@ -104,6 +121,11 @@ export const gatewayConfigSchema = z.object({
   UHP_MAX_PENDING_PREVIEWS: integer(16, 1, 100_000),
   /** Per principal, across the installation: archive builds queued or running. */
   UHP_MAX_ARCHIVE_BUILDS: integer(2, 1, 10_000),
+  /**
+   * GET /metrics on the API port, as the API description promises. With METRICS_PORT set, false keeps the
+   * metrics off the public port (then only the metrics port serves them).
+   */
+  UHP_API_METRICS: boolean(true),
 });
 
 export const storageConfigSchema = z.object({
@@ -151,6 +173,18 @@ export const workerConfigSchema = z.object({
   LOG_LEVEL: logLevel,
   HOST: z.string().default('0.0.0.0'),
   WORKER_PORT: integer(8082, 1, 65535),
+  /** Which queues this worker consumes: any of preview, archive, purge, comma-separated (all by default). */
+  WORKER_QUEUES: z
+    .string()
+    .default(WORKER_QUEUE_NAMES.join(','))
+    .transform((value) =>
+      value
+        .split(',')
+        .map((name) => name.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.enum(WORKER_QUEUE_NAMES)).min(1, 'must name at least one queue'))
+    .transform((names) => [...new Set(names)]),
   PURGE_CONCURRENCY: integer(4, 1, 64),
   SWEEP_INTERVAL_MS: integer(15_000, 1_000),
   /** An UPLOADING object older than this was left by a crashed gateway and is reclaimed. */

@@ -1,5 +1,6 @@
 import { Controller, Get, Inject, Module, Optional, type DynamicModule, type Provider } from '@nestjs/common';
 import { ApiError } from '../errors/api-error';
+import { GracefulShutdown } from '../lifecycle/graceful-shutdown';
 import { LOGGER, type AppLogger } from '../logging/logging.module';
 import { Public } from '../auth/public.decorator';
 
@@ -38,6 +39,7 @@ class HealthController {
     @Inject(READINESS_CHECKS) private readonly checks: ReadinessCheck[],
     @Inject(LOGGER) private readonly logger: AppLogger,
     @Optional() @Inject(READINESS_DETAILS) private readonly details?: ReadinessDetails,
+    @Optional() @Inject(GracefulShutdown) private readonly shutdown?: GracefulShutdown,
   ) {}
 
   @Public()
@@ -49,6 +51,8 @@ class HealthController {
   @Public()
   @Get('readyz')
   async ready() {
+    // Out of rotation the moment the process starts to stop, whatever its dependencies say.
+    if (this.shutdown?.isDraining) throw new ApiError('service_unavailable', 'Shutting down.');
     const results = await Promise.all(this.checks.map(async (c) => [c.name, await withTimeout(c)] as const));
     const failed = results.filter(([, problem]) => problem !== null);
     if (failed.length > 0) {

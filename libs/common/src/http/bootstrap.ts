@@ -1,12 +1,15 @@
-import type { INestApplication, Type } from '@nestjs/common';
+import type { CallHandler, INestApplication, NestInterceptor, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import type { Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { finalize, type Observable } from 'rxjs';
 import { ApiErrorFilter } from '../errors/error.filter';
 import type { DrainLimits } from '../errors/drain';
 import { httpContextMiddleware } from '../logging/http-context.middleware';
 import { PinoNestLogger } from '../logging/logger';
+import { GracefulShutdown } from '../lifecycle/graceful-shutdown';
 import { httpMetrics } from '../metrics/metrics';
 
 export interface ServeOptions {
@@ -19,6 +22,10 @@ export interface ServeOptions {
   /** Runs after the common middleware, before the routes (e.g. body parsers, static files). */
   configure?: (app: INestApplication) => void;
   http: HttpTimeouts;
+  /** How long requests and jobs in flight get on SIGTERM (SHUTDOWN_GRACE_MS). */
+  shutdownGraceMs: number;
+  /** A port of its own for GET /metrics (METRICS_PORT); 0 for none. */
+  metricsPort: number;
 }
 
 /** The connection limits of a service (UHP_IDLE_TIMEOUT_MS, UHP_HEADERS_TIMEOUT_MS, UHP_KEEP_ALIVE_TIMEOUT_MS). */
@@ -56,8 +63,10 @@ export async function serve(options: ServeOptions): Promise<INestApplication> {
   );
   app.useGlobalFilters(new ApiErrorFilter(options.logger, options.drain));
   options.configure?.(app);
-  app.enableShutdownHooks();
   const server = app.getHttpServer() as Server;
+  const inFlight = countRequests(app, () => app.get(GracefulShutdown).isDraining);
+  const handlers = { count: 0 };
+  app.useGlobalInterceptors(new HandlerCounter(handlers));
   // Uploads and downloads of gigabytes outlast any total limit: bodies have an idle limit instead
   // (transfer-timeouts.ts). Headers must arrive in time; idle keep-alive connections close.
   server.requestTimeout = 0;
@@ -70,7 +79,106 @@ export async function serve(options: ServeOptions): Promise<INestApplication> {
   );
   await app.listen(options.port, options.host);
   options.logger.info({ port: options.port, host: options.host }, 'listening');
+  const metricsServer = options.metricsPort > 0 ? await serveMetrics(options) : null;
+  const stop = (signal: string) =>
+    void shutDown(app, { ...options, server, metricsServer, inFlight, handlers, signal });
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
   return app;
+}
+
+/** Counts requests being served; while draining, answers tell keep-alive clients to reconnect elsewhere. */
+function countRequests(app: INestApplication, isDraining: () => boolean): { count: number } {
+  const counter = { count: 0 };
+  app.use((_req: IncomingMessage, res: ServerResponse, next: () => void) => {
+    counter.count += 1;
+    res.once('close', () => (counter.count -= 1));
+    if (isDraining()) res.setHeader('connection', 'close');
+    next();
+  });
+  return counter;
+}
+
+/**
+ * Counts handlers still running. A request whose connection was closed may still be cleaning up (an
+ * upload discarding what it staged): the process waits for that before it closes the database.
+ */
+class HandlerCounter implements NestInterceptor {
+  constructor(private readonly counter: { count: number }) {}
+
+  intercept(_context: unknown, next: CallHandler): Observable<unknown> {
+    this.counter.count += 1;
+    return next.handle().pipe(finalize(() => (this.counter.count -= 1)));
+  }
+}
+
+/** How long handlers cut at the end of the grace period get to clean up before the modules close. */
+const WIND_DOWN_MS = 5_000;
+
+/** GET /metrics on a port of its own, for a scraper that must not share the public API port. */
+async function serveMetrics(options: ServeOptions): Promise<Server> {
+  const server = createServer((req, res) => {
+    if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+      return;
+    }
+    options.registry.metrics().then(
+      (text) => res.writeHead(200, { 'content-type': options.registry.contentType }).end(text),
+      () => res.writeHead(500, { 'content-type': 'text/plain' }).end('metrics failed\n'),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.metricsPort, options.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  options.logger.info({ port: options.metricsPort }, 'metrics listening');
+  return server;
+}
+
+/**
+ * The graceful stop, the same in every service: readiness fails at once and no new connection is
+ * taken; requests in flight and the registered drain steps (the workers' jobs) get the grace period;
+ * connections still open then are closed; only after that does Nest close the modules — the database,
+ * Redis and converters last. A second signal stops at once.
+ */
+async function shutDown(
+  app: INestApplication,
+  context: ServeOptions & {
+    server: Server;
+    metricsServer: Server | null;
+    inFlight: { count: number };
+    handlers: { count: number };
+    signal: string;
+  },
+): Promise<void> {
+  const { logger, server, inFlight, handlers, shutdownGraceMs } = context;
+  process.once(context.signal, () => process.exit(1));
+  const lifecycle = app.get(GracefulShutdown);
+  lifecycle.markDraining();
+  logger.info({ signal: context.signal, inFlight: inFlight.count, graceMs: shutdownGraceMs }, 'draining');
+  server.close();
+  server.closeIdleConnections();
+  const grace = AbortSignal.timeout(shutdownGraceMs);
+  const requestsDone = (async () => {
+    while (inFlight.count > 0 && !grace.aborted) await sleep(50);
+  })();
+  await Promise.all([requestsDone, lifecycle.drain(grace)]);
+  if (inFlight.count > 0)
+    logger.warn({ inFlight: inFlight.count }, 'grace period over; closing the connections still open');
+  server.closeAllConnections();
+  const windDown = Date.now() + WIND_DOWN_MS;
+  while (handlers.count > 0 && Date.now() < windDown) await sleep(50);
+  context.metricsServer?.close();
+  try {
+    await app.close();
+    logger.info('stopped');
+  } catch (error) {
+    logger.error({ err: error }, 'error while closing');
+  }
+  process.exit(0);
 }
 
 /** Logs a failed start (e.g. a bad configuration) as one clear line and exits non-zero. */

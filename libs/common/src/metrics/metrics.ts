@@ -40,6 +40,8 @@ class MetricsController {
   @Public()
   @Get('metrics')
   @Header('cache-control', 'no-store')
+  // Prometheus' text format, by name: a scraper refuses an answer typed text/html.
+  @Header('content-type', 'text/plain; version=0.0.4; charset=utf-8')
   async metrics(): Promise<string> {
     return this.registry.metrics();
   }
@@ -47,11 +49,12 @@ class MetricsController {
 
 @Module({})
 export class MetricsModule {
-  static forRoot(registry: Registry): DynamicModule {
+  /** `onApiPort`: also GET /metrics on the service's own port (else only on METRICS_PORT). */
+  static forRoot(registry: Registry, options: { onApiPort?: boolean } = {}): DynamicModule {
     return {
       module: MetricsModule,
       global: true,
-      controllers: [MetricsController],
+      controllers: options.onApiPort === false ? [] : [MetricsController],
       providers: [{ provide: METRICS_REGISTRY, useValue: registry }],
       exports: [METRICS_REGISTRY],
     };

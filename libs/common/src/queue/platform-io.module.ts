@@ -9,6 +9,7 @@ import { JobBus } from './job-bus';
 
 interface PlatformConfig {
   REDIS_URL: string;
+  REDIS_KEY_PREFIX: string;
   STORAGE_URL: string;
   STORAGE_TOKEN: string;
 }
@@ -32,6 +33,7 @@ export class PlatformIoModule {
     const queues = [
       BullModule.forRootAsync({
         useFactory: (config: PlatformConfig) => ({
+          prefix: config.REDIS_KEY_PREFIX,
           connection: {
             url: config.REDIS_URL,
             maxRetriesPerRequest: null,
@@ -53,13 +55,19 @@ export class PlatformIoModule {
 }
 
 export interface PlatformHealthOptions {
+  /**
+   * Whether Redis is needed to serve (the worker's queues are; a gateway's uploads and downloads are not:
+   * a Redis blip must not take every gateway out of rotation — what could not be queued is queued again by
+   * the worker's sweep, or answered 503 on its own route).
+   */
+  needsRedis?: boolean;
   /** Providers of READINESS_DETAILS: what /readyz reports besides. */
   details?: Provider[];
   /** Further checks of the service's own (built from the injected dependencies). */
   checks?: { inject: Array<Type | symbol | string>; build(...dependencies: unknown[]): ReadinessCheck[] };
 }
 
-/** Readiness of a service that talks to Postgres (`database`: its health check), Redis and the storage service. */
+/** Readiness of a service that talks to Postgres (`database`: its health check), the storage service and Redis. */
 export function platformHealth(
   database: Type<{ ping(): Promise<void> }>,
   options: PlatformHealthOptions = {},
@@ -75,7 +83,7 @@ export function platformHealth(
         ...dependencies: unknown[]
       ): ReadinessCheck[] => [
         { name: 'postgres', check: () => db.ping() },
-        { name: 'redis', check: () => jobs.ping() },
+        ...(options.needsRedis === false ? [] : [{ name: 'redis', check: () => jobs.ping() }]),
         { name: 'storage', check: () => storage.ping() },
         ...own.build(...dependencies),
       ],

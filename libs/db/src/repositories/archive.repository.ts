@@ -49,6 +49,9 @@ const SELECT = {
   object: { select: { storageKey: true, bytes: true, sha256: true } },
 } as const;
 
+/** A pending or building row untouched for this long no longer counts against its principal's limit. */
+const STALE_AFTER_MS = 15 * 60_000;
+
 export type CompleteBuildOutcome = { outcome: 'ready'; released: string[] } | { outcome: 'superseded'; released: [] };
 
 /**
@@ -82,9 +85,19 @@ export class ArchiveRepository {
     return this.findForManifest(principalId, sessionId, manifest.hash);
   }
 
-  /** Builds of the principal queued or running now (its per-principal limit, and its place in the queue). */
+  /**
+   * Builds of the principal queued or running now (its per-principal limit, and its place in the queue):
+   * of live sessions, and touched within STALE_AFTER_MS — a row a lost job left never holds a slot for ever.
+   */
   async countBuilding(principalId: string): Promise<number> {
-    return this.db.archive.count({ where: { principalId, status: { in: ['pending', 'building'] } } });
+    return this.db.archive.count({
+      where: {
+        principalId,
+        status: { in: ['pending', 'building'] },
+        updatedAt: { gt: new Date(Date.now() - STALE_AFTER_MS) },
+        session: { deletedAt: null },
+      },
+    });
   }
 
   /** For the worker, whose job carries only the archive id; the row itself names the principal. */

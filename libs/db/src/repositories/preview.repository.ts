@@ -63,6 +63,9 @@ export interface PreviewFailure {
   permanent: boolean;
 }
 
+/** A pending row untouched for this long no longer counts against its principal's limit. */
+const STALE_AFTER_MS = 15 * 60_000;
+
 /** Cached PDF previews, per principal and content. */
 export class PreviewRepository {
   constructor(private readonly db: Db) {}
@@ -102,9 +105,14 @@ export class PreviewRepository {
     return row ? toRow(row) : null;
   }
 
-  /** Previews of the principal queued or converting now (its per-principal limit, and its place in the queue). */
+  /**
+   * Previews of the principal queued or converting now (its per-principal limit, and its place in the
+   * queue), touched within STALE_AFTER_MS: a row a lost job left never holds a slot for ever.
+   */
   async countPending(principalId: string): Promise<number> {
-    return this.db.preview.count({ where: { principalId, status: 'PENDING' } });
+    return this.db.preview.count({
+      where: { principalId, status: 'PENDING', updatedAt: { gt: new Date(Date.now() - STALE_AFTER_MS) } },
+    });
   }
 
   async findForOwner(principalId: string, id: string): Promise<PreviewRow | null> {

@@ -36,7 +36,10 @@ export class PrincipalRepository {
     return key.principal;
   }
 
-  /** Idempotent: the principal and the key exist afterwards (a revoked key stays revoked). */
+  /**
+   * Idempotent: the principal and the key exist afterwards. A key an operator revoked stays revoked; a
+   * bootstrap key revoked only because UHP_API_KEYS stopped listing it works again when listed again.
+   */
   async ensureKey(
     principalName: string,
     keyHash: string,
@@ -55,6 +58,9 @@ export class PrincipalRepository {
       if (existing && existing.principalId !== principal.id)
         throw new Error(`that key already belongs to another principal`);
       if (!existing) await tx.apiKey.create({ data: { principalId: principal.id, keyHash, keyPrefix, label, source } });
+      else if (source === 'bootstrap') {
+        await tx.apiKey.updateMany({ where: { keyHash, unlisted: true }, data: { revokedAt: null, unlisted: false } });
+      }
       return principal;
     });
   }
@@ -93,7 +99,7 @@ export class PrincipalRepository {
   async revokeBootstrapKeysExcept(keyHashes: string[]): Promise<number> {
     const { count } = await this.prisma.apiKey.updateMany({
       where: { source: 'bootstrap', revokedAt: null, keyHash: { notIn: keyHashes } },
-      data: { revokedAt: new Date() },
+      data: { revokedAt: new Date(), unlisted: true },
     });
     return count;
   }

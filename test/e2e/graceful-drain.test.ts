@@ -1,0 +1,198 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { api, CLOSE, MULTIPART_TYPE, partHead } from '../support/api';
+import { db, dbNow } from '../support/db';
+import { KEYS, testPort } from '../support/env';
+import { pollUntil } from '../support/poll';
+import { RawExchange } from '../support/raw-http';
+import { objectKeys, unfinishedUploads } from '../support/s3';
+import { Stack } from '../support/stack';
+
+/**
+ * SIGTERM, as Kubernetes and compose stop a service: readiness fails and no new connection is taken;
+ * what is in flight gets SHUTDOWN_GRACE_MS to finish, or fails with nothing left behind; a worker's job
+ * that cannot finish in time goes back to the queue, and another worker finishes it.
+ */
+const MiB = 1024 * 1024;
+// Its own Redis database: only this file's workers take its jobs.
+const redis = `redis://127.0.0.1:6379/${10 + Number(process.env.UHP_TEST_SLOT ?? 0)}`;
+
+/** Streams a multipart upload of `bytes` over `seconds` through a raw socket; resolves with the status. */
+async function slowUpload(
+  port: number,
+  bytes: number,
+  seconds: number,
+): Promise<{ exchange: RawExchange; done: Promise<number | null> }> {
+  const head = RawExchange.head('POST', '/v1/files', {
+    authorization: `Bearer ${KEYS.alice}`,
+    'content-type': MULTIPART_TYPE,
+    'transfer-encoding': 'chunked',
+  });
+  const exchange = await RawExchange.open(port, head);
+  const chunk = (data: Buffer | string) =>
+    exchange.write(
+      Buffer.concat([
+        Buffer.from(`${Buffer.byteLength(data).toString(16)}\r\n`),
+        Buffer.from(data),
+        Buffer.from('\r\n'),
+      ]),
+    );
+  const done = (async () => {
+    chunk(partHead('file', 'draining.bin'));
+    const steps = 16;
+    for (let i = 0; i < steps; i++) {
+      if (!chunk(randomBytes(bytes / steps)) && exchange.socket.destroyed) break;
+      await new Promise((resolve) => setTimeout(resolve, (seconds * 1000) / steps));
+    }
+    chunk(CLOSE);
+    exchange.write('0\r\n\r\n');
+    return exchange.status(15_000);
+  })();
+  return { exchange, done };
+}
+
+async function leftObjects(since: Date): Promise<number> {
+  const { rows } = await db.query(
+    `SELECT count(*) AS n FROM stored_objects o WHERE o.created_at >= $1 AND o.status IN ('UPLOADING', 'PURGING', 'READY')
+        AND NOT EXISTS (SELECT 1 FROM files f WHERE f.object_id = o.id)
+        AND NOT EXISTS (SELECT 1 FROM container_files c WHERE c.object_id = o.id)
+        AND NOT EXISTS (SELECT 1 FROM previews p WHERE p.object_id = o.id)
+        AND NOT EXISTS (SELECT 1 FROM archives a WHERE a.object_id = o.id)`,
+    [since],
+  );
+  return Number(rows[0].n);
+}
+
+describe('SIGTERM to the gateway during an upload', () => {
+  it('within the grace period: the upload completes, then the gateway exits 0', async () => {
+    const stack = new Stack(testPort(19780), {
+      REDIS_URL: redis,
+      SHUTDOWN_GRACE_MS: '15000',
+      UHP_MAX_FILE_BYTES: String(16 * MiB),
+    });
+    await stack.start(['storage', 'gateway']);
+    try {
+      const upload = await slowUpload(stack.port('gateway'), 8 * MiB, 3);
+      await new Promise((resolve) => setTimeout(resolve, 800));
+      const exit = stack.terminate('gateway');
+      // No new connection is taken once it drains.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await expect(fetch(`${stack.baseUrl}/readyz`)).rejects.toThrow();
+      expect(await upload.done).toBe(200);
+      expect(upload.exchange.text).toContain(`"bytes":${8 * MiB}`);
+      expect(await exit).toBe(0);
+    } finally {
+      await stack.stop();
+    }
+  });
+
+  it('past the grace period: the upload is cut and leaves nothing behind', async () => {
+    const since = await dbNow();
+    const stack = new Stack(testPort(19780), {
+      REDIS_URL: redis,
+      SHUTDOWN_GRACE_MS: '1000',
+      UHP_MAX_FILE_BYTES: String(16 * MiB),
+    });
+    await stack.start(['storage', 'gateway']);
+    try {
+      const upload = await slowUpload(stack.port('gateway'), 8 * MiB, 6);
+      await new Promise((resolve) => setTimeout(resolve, 800));
+      expect(await stack.terminate('gateway')).toBe(0);
+      expect(await upload.done).not.toBe(200);
+      await stack.start(['worker']);
+      await pollUntil(
+        async () => (await leftObjects(since)) === 0 && (await unfinishedUploads()).length === 0,
+        'nothing left of the cut upload',
+        30_000,
+      );
+    } finally {
+      await stack.stop();
+    }
+  });
+});
+
+describe('SIGTERM to a worker during an archive build and a conversion', () => {
+  const first = new Stack(testPort(19880), {
+    REDIS_URL: redis,
+    SHUTDOWN_GRACE_MS: '500',
+    ARCHIVE_WAIT_MS: '0',
+    PREVIEW_TIMEOUT_MS: '1000',
+    UHP_MAX_FILE_BYTES: String(16 * MiB),
+    UHP_MAX_ARCHIVE_BUILDS: '100',
+    UHP_MAX_PENDING_PREVIEWS: '100',
+  });
+  // A second worker on the same queues, started once the first has taken the job.
+  const second = new Stack(testPort(19980), {
+    REDIS_URL: redis,
+    STORAGE_URL: `http://127.0.0.1:${testPort(19880) + 1}`,
+    SHUTDOWN_GRACE_MS: '500',
+  });
+  const base = () => first.baseUrl;
+  beforeAll(() => first.start());
+  afterAll(async () => {
+    await second.stop();
+    await first.stop();
+  });
+
+  it('the build in flight goes back to the queue and the other worker finishes it: one archive, no orphan, no stuck row', async () => {
+    const since = await dbNow();
+    const session = (await api('POST', '/v1/sessions', { json: {}, base: base() })).json;
+    for (let i = 0; i < 6; i++) {
+      const form = new FormData();
+      form.append('file', new Blob([randomBytes(12 * MiB)]), `part-${i}.bin`);
+      expect((await api('POST', `/v1/containers/${session.container_id}/files`, { form, base: base() })).status).toBe(
+        200,
+      );
+    }
+    const asked = await api('GET', `/v1/sessions/${session.id}/files/archive`, { base: base() });
+    expect(asked.status, JSON.stringify(asked.json)).toBe(202);
+    await pollUntil(async () => {
+      const { rows } = await db.query(`SELECT status, files_done FROM archives WHERE session_id = $1`, [session.id]);
+      return rows[0]?.status === 'building';
+    }, 'build under way');
+    await second.start(['worker']);
+    expect(await first.terminate('worker')).toBe(0);
+    const archive = await pollUntil(
+      async () => {
+        const res = await api('GET', `/v1/sessions/${session.id}/files/archive`, { base: base() });
+        return res.status === 200 ? res : null;
+      },
+      'archive built by the other worker',
+      90_000,
+    );
+    expect(archive!.headers.get('content-type')).toBe('application/zip');
+    const { rows } = await db.query(`SELECT status, object_id FROM archives WHERE session_id = $1`, [session.id]);
+    expect(rows).toHaveLength(1);
+    expect(rows[0].status).toBe('ready');
+    await pollUntil(async () => (await leftObjects(since)) === 0, 'no orphan object of the interrupted build', 30_000);
+    await first.start(['worker']);
+    await second.stop();
+  });
+
+  it('the conversion in flight goes back to the queue and the other worker converts it', async () => {
+    const session = (await api('POST', '/v1/sessions', { json: {}, base: base() })).json;
+    const form = new FormData();
+    const lines = Array.from({ length: 60_000 }, (_, i) => `line ${i} ${randomBytes(24).toString('hex')}`).join('\n');
+    form.append('file', new Blob([lines]), 'long.txt');
+    const file = (await api('POST', `/v1/containers/${session.container_id}/files`, { form, base: base() })).json;
+    const preview = () => api('GET', `/v1/containers/${session.container_id}/files/${file.id}/pdf`, { base: base() });
+    expect((await preview()).status).toBe(502);
+    await second.start(['worker']);
+    expect(await first.terminate('worker')).toBe(0);
+    const done = await pollUntil(
+      async () => {
+        const res = await preview();
+        return res.status === 200 ? res : null;
+      },
+      'preview converted by the other worker',
+      120_000,
+    );
+    expect(done!.body.subarray(0, 5).toString()).toBe('%PDF-');
+    const { rows } = await db.query(
+      `SELECT count(*) AS n FROM previews WHERE status = 'PENDING' AND principal_id = (SELECT principal_id FROM container_files WHERE id = $1)`,
+      [file.id],
+    );
+    expect(Number(rows[0].n)).toBe(0);
+    void objectKeys;
+  });
+});
