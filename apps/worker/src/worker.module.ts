@@ -12,7 +12,11 @@ import { SweepService } from './purge/sweep.service';
 const converterReport = {
   provide: READINESS_DETAILS,
   useFactory: (converters: PreviewConverters) => () => ({
-    previews: { enabled: converters.enabled, converters: converters.availability() },
+    previews: {
+      enabled: converters.enabled,
+      converters: converters.availability(),
+      isolation: converters.isolation(),
+    },
   }),
   inject: [PreviewConverters],
 };

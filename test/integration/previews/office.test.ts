@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, readlink, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -84,6 +84,7 @@ async function processesMentioning(needle: string): Promise<number[]> {
 beforeAll(async () => {
   process.env.UHP_PREVIEW_TEST_SECRET = SECRET; // must never reach a converter process
   dir = await mkdtemp(join(tmpdir(), 'uhp-office-test-'));
+  await chmod(dir, 0o711); // converters of other uids pass through to their own dirs beneath it
   server = createServer((req, res) => {
     serverHits.push(req.url ?? '');
     res.end('fetched');

@@ -55,6 +55,15 @@ export function registryModifications(settings: ProfileSettings): string {
   ].join('\n');
 }
 
+/**
+ * `40(Build:2)` from the installation's program/setuprc (`buildid=…`). Written to user/extensions/buildid in a new
+ * profile, it spares soffice the restart (exit 81) it asks for after populating a profile: a restart that Landlock
+ * would make fail, as the first start's single-instance pipe in /tmp cannot be removed by it.
+ */
+export function buildIdOf(setuprc: string): string | null {
+  return /^buildid=(.+)$/m.exec(setuprc)?.[1]?.trim() || null;
+}
+
 /** `7.4` from `LibreOffice 7.4.7.2 40(Build:2)` (the output of `soffice --version`). */
 export function productVersionOf(text: string): string | null {
   const match = /LibreOffice\s+(\d+)\.(\d+)/.exec(text);
