@@ -36,15 +36,21 @@ export class PreviewConversionService {
     const row = await this.previews.findForJob(previewId);
     if (!row || row.status !== 'PENDING') return 'skipped';
     const registry = await this.converters.get();
-    const converterName =
-      registry.select({ contentType: row.sourceContentType, filename: row.sourceFilename })?.name ?? 'none';
+    const selected = registry.select({ contentType: row.sourceContentType, filename: row.sourceFilename });
+    const converterName = selected?.name ?? 'none';
     const done = this.metrics.start();
     await mkdir(this.converters.jobsDir, { recursive: true, mode: 0o700 });
     const dir = await mkdtemp(join(this.converters.jobsDir, 'job-'));
     try {
       const input = join(dir, 'source');
       const output = join(dir, 'preview.pdf');
-      await this.sources.fetch(row.sourceObjectId, input);
+      // No converter, or over its size limit: refused before the source is downloaded.
+      if (!selected)
+        throw new ConversionError(
+          'unsupported_type',
+          `no preview for ${row.sourceFilename} (${row.sourceContentType})`,
+        );
+      await this.sources.fetch(row.sourceObjectId, input, selected.maxInputBytes);
       const converter = await registry.convert(
         { path: input, filename: row.sourceFilename, contentType: row.sourceContentType },
         { path: output },
