@@ -86,11 +86,14 @@ export class PreviewConversionService {
     }
   }
 
-  /** Records the final failure so waiting gateways answer 502 with the reason. */
+  /**
+   * Records the final failure so waiting gateways answer 502 with the reason: the failure class and its fixed
+   * sentence, never the error's own message (paths, converter output), which only the worker's log gets.
+   */
   async fail(previewId: string, generation: number, error: ConversionError): Promise<void> {
     await this.previews.markFailed(previewId, generation, {
       code: error.failure,
-      message: error.message,
+      message: error.publicMessage,
       permanent: error.isPermanent,
     });
   }
