@@ -74,6 +74,7 @@ export async function createPreviewConverters(overrides: PreviewConverterOverrid
     uidBase: options.sandbox.uidBase,
     launcher,
     probeDir: join(options.workDir, 'probe'),
+    only: options.sandbox.only,
   });
   const runner = new ProcessRunner(isolation, launcher);
   await runner.makeSharedDir(options.workDir);

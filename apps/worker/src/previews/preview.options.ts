@@ -1,6 +1,6 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { NetworkPreference } from './sandbox/isolation';
+import type { IsolationSettings, NetworkPreference } from './sandbox/isolation';
 
 const MiB = 1024 * 1024;
 
@@ -23,6 +23,8 @@ export interface PreviewConverterOptions {
     pythonPath: string;
     /** confine.py, shipped beside sandbox.ts (nest-cli.json assets). */
     launcherPath: string;
+    /** Tests: try only these modes (see IsolationSettings.only). */
+    only?: IsolationSettings['only'];
   };
   office: {
     /** Office documents above this are refused as too_large, before they are fetched. */

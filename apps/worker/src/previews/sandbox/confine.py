@@ -17,7 +17,7 @@ network namespace (`unshare --net`). In this order it
 
 Usage:
   confine.py [OPTIONS] -- COMMAND [ARG ...]
-  confine.py [OPTIONS] --self-test --port P --canary FILE -- true   what the confinement allows, as JSON
+  confine.py [OPTIONS] --self-test --port P --canary FILE --own DIR -- true   what it allows, as JSON
   confine.py --abi                                                  the Landlock ABI of this kernel (0: none)
 Exit status 120 with a one-line reason on stderr when a step fails: the converter never runs half-confined.
 """
@@ -76,14 +76,14 @@ def landlock_abi():
 def parse(argv):
     opts = {"rw": [], "ro": [], "uid": None, "gid": None, "landlock": False, "tmp_sockets": False,
             "no_tcp": False, "seccomp": False, "as": None, "fsize": None, "self_test": False,
-            "port": None, "canary": None, "proc_write": False}
+            "port": None, "canary": None, "own": None, "proc_write": False}
     if "--" not in argv:
         raise ConfineError("usage: confine.py [OPTIONS] -- COMMAND [ARG ...]")
     split = argv.index("--")
     head, command = argv[:split], argv[split + 1:]
     i = 0
     valued = {"--uid": "uid", "--gid": "gid", "--rw": "rw", "--ro": "ro", "--as": "as", "--fsize": "fsize",
-              "--port": "port", "--canary": "canary"}
+              "--port": "port", "--canary": "canary", "--own": "own"}
     flags = {"--landlock": "landlock", "--tmp-sockets": "tmp_sockets", "--no-tcp": "no_tcp",
              "--seccomp-nonet": "seccomp", "--self-test": "self_test", "--proc-write": "proc_write"}
     while i < len(head):
@@ -255,7 +255,7 @@ def self_test(opts, landlock):
             f.read(1)
 
     def own():
-        path = os.path.join(opts["rw"][0], ".probe")
+        path = os.path.join(opts["own"], ".probe")
         with open(path, "wb") as f:
             f.write(b"ok")
         os.unlink(path)
@@ -273,8 +273,8 @@ def self_test(opts, landlock):
     report["tcp"] = outcome(tcp) if opts["port"] else "skipped"
     report["udp"] = outcome(udp) if opts["port"] else "skipped"
     report["canary"] = outcome(canary) if opts["canary"] else "skipped"
-    report["own"] = outcome(own) if opts["rw"] else "skipped"
-    report["tmpSocket"] = outcome(tmp_socket) if opts["tmp_sockets"] else "skipped"
+    report["own"] = outcome(own) if opts["own"] else "skipped"
+    report["tmpSocket"] = outcome(tmp_socket)  # LibreOffice needs it, whatever the confinement
     report["tmpSocketPath"] = socket_path
     # Chromium's own sandbox needs to make a user namespace (as a non-root uid).
     pid = os.fork()

@@ -30,6 +30,11 @@ export interface IsolationSettings {
   launcher: LauncherSettings;
   /** Where the probe runs: beneath the converters' work dir, so it meets the same directories they will. */
   probeDir: string;
+  /**
+   * Only these modes are tried (tests: a root host can run the container's mode, seccomp + Landlock, or show
+   * what a converter reaches with no filesystem isolation). Unset: all of them, strongest first.
+   */
+  only?: { network?: readonly NetworkIsolation[]; filesystem?: readonly FilesystemIsolation[] };
 }
 
 /** What confine.py --self-test saw from inside a confinement. */
@@ -112,13 +117,16 @@ export async function detectIsolation(settings: IsolationSettings): Promise<Isol
   if (!canSwitchUid)
     notes.push('not root (no CAP_SETUID/CAP_SETGID/CAP_CHOWN/CAP_KILL): converters keep the worker uid');
 
-  const networks: NetworkIsolation[] = settings.network === 'off' ? ['none'] : ['namespace', 'seccomp', 'none'];
+  const networks = (settings.network === 'off' ? ['none'] : ['namespace', 'seccomp', 'none']).filter(
+    (network): network is NetworkIsolation =>
+      settings.only?.network ? settings.only.network.includes(network as NetworkIsolation) : true,
+  );
   const filesystems: FilesystemCandidate[] = [
     ...(canSwitchUid && landlockAbi ? [{ filesystem: 'uid' as const, landlock: true }] : []),
     ...(canSwitchUid ? [{ filesystem: 'uid' as const, landlock: false }] : []),
     ...(landlockAbi ? [{ filesystem: 'landlock' as const, landlock: true }] : []),
     { filesystem: 'none' as const, landlock: false },
-  ];
+  ].filter((candidate) => settings.only?.filesystem?.includes(candidate.filesystem) ?? true);
 
   const connections = { count: 0 };
   const listener = createServer((socket) => {
@@ -158,7 +166,7 @@ export async function detectIsolation(settings: IsolationSettings): Promise<Isol
             args: [],
             identity,
             limits: {},
-            launcherArgs: ['--self-test', '--port', String(port), '--canary', canary],
+            launcherArgs: ['--self-test', '--port', String(port), '--canary', canary, '--own', own],
             env: cleanEnvironment(own),
             cwd: '/',
             timeoutMs: 15_000,
@@ -190,7 +198,8 @@ export async function detectIsolation(settings: IsolationSettings): Promise<Isol
               !filesHeld && 'files it must not (or not its own)',
             ]
               .filter(Boolean)
-              .join(' and ')} (tcp ${report.tcp}, another job's file ${report.canary}, own dir ${report.own})`,
+              .join(' and ')} (tcp ${report.tcp}, another job's file ${report.canary}, own dir ${report.own}, ` +
+              `socket in /tmp ${report.tmpSocket})`,
           );
           continue;
         }
