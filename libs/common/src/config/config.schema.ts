@@ -73,6 +73,13 @@ export const gatewayConfigSchema = z.object({
   AGENT_TIMEOUT_MS: integer(120_000, 1_000),
   /** How long GET …/files/archive waits for a build before it answers 202 with the progress. */
   ARCHIVE_WAIT_MS: integer(10_000, 0, 120_000),
+  /**
+   * Per-principal concurrency limits read by apps/gateway/src/limits/concurrency-limits.ts (the merge of main lost
+   * them, which broke the build); past one, a request is answered 429.
+   */
+  UHP_MAX_CONCURRENT_UPLOADS: integer(16, 1),
+  UHP_MAX_CONCURRENT_DOWNLOADS: integer(64, 1),
+  UHP_MAX_RESPONSES_IN_FLIGHT: integer(16, 1),
 });
 
 export const storageConfigSchema = z.object({
