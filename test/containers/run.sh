@@ -216,7 +216,8 @@ node "$CONFORMANCE" --base-url "$UHP_CT_BASE_URL" --key-a "$UHP_CT_KEY_A" --key-
 grep -E '^skip' "$CT_DATA/conformance.log" || true
 tail -n 1 "$CT_DATA/conformance.log"
 previews="$("$DOCKER" exec "$(container_of worker-preview)" node -e "fetch('http://127.0.0.1:8082/readyz').then((r) => r.json()).then((b) => console.log(Object.entries(b.previews.converters).map(([n, s]) => n + (s.ok ? '' : ' (unavailable)')).join(', ')))")"
-echo "preview converters in worker-preview: $previews; PREVIEW_ISOLATE_NETWORK=$("$DOCKER" exec "$(container_of worker-preview)" printenv PREVIEW_ISOLATE_NETWORK || echo unset)"
+isolation="$("$DOCKER" exec "$(container_of worker-preview)" node -e "fetch('http://127.0.0.1:8082/readyz').then((r) => r.json()).then((b) => console.log(JSON.stringify(b.previews.isolation)))")"
+echo "preview converters in worker-preview: $previews; isolation: $isolation"
 
 # ---------------------------------------------------------------------------- container tests ---
 phase "container tests"
