@@ -239,6 +239,7 @@ export class ChromiumConverter implements PdfConverter {
    */
   private async launch(): Promise<Session> {
     const mode = this.runner.mode;
+    this.runner.assertAllowed();
     if (mode.chromiumSandbox) {
       try {
         return await this.launchWith(true);
@@ -252,7 +253,6 @@ export class ChromiumConverter implements PdfConverter {
   }
 
   private async launchWith(sandbox: boolean): Promise<Session> {
-    this.runner.assertAllowed();
     const id = randomBytes(4).toString('hex');
     const pool = join(this.options.workDir, 'chromium');
     // The worker's: the launcher script and the pid file, which the browser must not be able to change.
