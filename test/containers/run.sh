@@ -104,7 +104,8 @@ fi
 if ! "$DOCKER" info >/dev/null 2>&1; then
   [[ $(id -u) == 0 ]] || die "no Docker engine answers and not root: start dockerd first"
   echo "starting dockerd (--iptables=false --ip-masq=false --bridge=none), log: $CT_DATA/dockerd.log"
-  nohup dockerd --iptables=false --ip-masq=false --bridge=none >>"$CT_DATA/dockerd.log" 2>&1 </dev/null &
+  # 8>&-: dockerd must not inherit the run lock, or a kept engine (UHP_CONTAINERS_KEEP_ENGINE=1) holds it forever.
+  nohup dockerd --iptables=false --ip-masq=false --bridge=none >>"$CT_DATA/dockerd.log" 2>&1 </dev/null 8>&- &
   STARTED_DOCKERD=$!
   for _ in $(seq 1 120); do "$DOCKER" info >/dev/null 2>&1 && break; kill -0 "$STARTED_DOCKERD" 2>/dev/null || break; sleep 0.5; done
   "$DOCKER" info >/dev/null 2>&1 || { tail -n 30 "$CT_DATA/dockerd.log" >&2; die "dockerd did not start"; }
