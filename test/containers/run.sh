@@ -104,7 +104,8 @@ fi
 if ! "$DOCKER" info >/dev/null 2>&1; then
   [[ $(id -u) == 0 ]] || die "no Docker engine answers and not root: start dockerd first"
   echo "starting dockerd (--iptables=false --ip-masq=false --bridge=none), log: $CT_DATA/dockerd.log"
-  nohup dockerd --iptables=false --ip-masq=false --bridge=none >>"$CT_DATA/dockerd.log" 2>&1 </dev/null &
+  # 8>&-: dockerd must not inherit the run lock, or a kept engine (UHP_CONTAINERS_KEEP_ENGINE=1) holds it forever.
+  nohup dockerd --iptables=false --ip-masq=false --bridge=none >>"$CT_DATA/dockerd.log" 2>&1 </dev/null 8>&- &
   STARTED_DOCKERD=$!
   for _ in $(seq 1 120); do "$DOCKER" info >/dev/null 2>&1 && break; kill -0 "$STARTED_DOCKERD" 2>/dev/null || break; sleep 0.5; done
   "$DOCKER" info >/dev/null 2>&1 || { tail -n 30 "$CT_DATA/dockerd.log" >&2; die "dockerd did not start"; }
@@ -216,7 +217,8 @@ node "$CONFORMANCE" --base-url "$UHP_CT_BASE_URL" --key-a "$UHP_CT_KEY_A" --key-
 grep -E '^skip' "$CT_DATA/conformance.log" || true
 tail -n 1 "$CT_DATA/conformance.log"
 previews="$("$DOCKER" exec "$(container_of worker-preview)" node -e "fetch('http://127.0.0.1:8082/readyz').then((r) => r.json()).then((b) => console.log(Object.entries(b.previews.converters).map(([n, s]) => n + (s.ok ? '' : ' (unavailable)')).join(', ')))")"
-echo "preview converters in worker-preview: $previews; PREVIEW_ISOLATE_NETWORK=$("$DOCKER" exec "$(container_of worker-preview)" printenv PREVIEW_ISOLATE_NETWORK || echo unset)"
+isolation="$("$DOCKER" exec "$(container_of worker-preview)" node -e "fetch('http://127.0.0.1:8082/readyz').then((r) => r.json()).then((b) => console.log(JSON.stringify(b.previews.isolation)))")"
+echo "preview converters in worker-preview: $previews; isolation: $isolation"
 
 # ---------------------------------------------------------------------------- container tests ---
 phase "container tests"

@@ -101,7 +101,11 @@ describe('PDF previews through the worker', () => {
     const failed = await api('GET', corrupt.path);
     expect(failed.status).toBe(502);
     expect(failed.json.error).toMatchObject({ type: 'server_error', code: 'preview_failed' });
-    expect(failed.json.error.message).toMatch(/corrupt_document/);
+    // The class and its fixed sentence: no path of the worker's, no converter output, no exception text.
+    expect(failed.json.error.message).toBe(
+      'The file could not be converted to PDF (corrupt_document): ' +
+        'The file could not be read as the type of document its name or content type says it is.',
+    );
     expect(failed.headers.get('x-should-retry')).toBe('false');
     const before = await conversions();
     expect((await api('GET', corrupt.path)).status).toBe(502);
@@ -114,6 +118,25 @@ describe('PDF previews through the worker', () => {
       'preview_failed',
       'false',
     ]);
+  });
+
+  it("reports how the worker's converters are confined: /readyz, and the uhp_preview_isolation gauge", async () => {
+    const ready = (await (await fetch(`http://127.0.0.1:${E2E_PORT_BASE + 2}/readyz`)).json()) as {
+      previews: { isolation: { network: string; filesystem: string; chromiumSandbox: boolean; landlockAbi: number } };
+    };
+    const { isolation } = ready.previews;
+    expect(['namespace', 'seccomp', 'none']).toContain(isolation.network);
+    expect(['uid', 'landlock', 'none']).toContain(isolation.filesystem);
+    // This machine runs the tests as root with namespaces: the strongest mode.
+    if (process.getuid?.() === 0)
+      expect(isolation).toMatchObject({ network: 'namespace', filesystem: 'uid', chromiumSandbox: true });
+    const metrics = await (await fetch(`http://127.0.0.1:${E2E_PORT_BASE + 2}/metrics`)).text();
+    const series = metrics.split('\n').filter((line) => line.startsWith('uhp_preview_isolation{'));
+    expect(series).toHaveLength(1);
+    expect(series[0]).toContain(
+      `network="${isolation.network}",filesystem="${isolation.filesystem}",chromium_sandbox="${isolation.chromiumSandbox}"`,
+    );
+    expect(series[0]).toMatch(/} 1$/);
   });
 
   it('renders HTML with scripts off and no request leaving the worker', async () => {

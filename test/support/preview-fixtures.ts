@@ -111,6 +111,83 @@ export function odt(bodyXml: string): Buffer {
   ]);
 }
 
+const S = 'http://schemas.openxmlformats.org/spreadsheetml/2006/main';
+
+/**
+ * A one-sheet .xlsx whose first row holds the given cells, written as SpreadsheetML `<c>` elements (e.g. a formula
+ * with a cached value: `<c r="B1"><f>6*7</f><v>1234567</v></c>`).
+ */
+export function xlsx(cellsXml: string): Buffer {
+  return zip([
+    [
+      '[Content_Types].xml',
+      `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/><Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/></Types>`,
+    ],
+    [
+      '_rels/.rels',
+      `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="${R}/officeDocument" Target="xl/workbook.xml"/></Relationships>`,
+    ],
+    [
+      'xl/workbook.xml',
+      `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><workbook xmlns="${S}" xmlns:r="${R}"><sheets><sheet name="Sheet1" sheetId="1" r:id="rId1"/></sheets></workbook>`,
+    ],
+    [
+      'xl/_rels/workbook.xml.rels',
+      `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="${R}/worksheet" Target="worksheets/sheet1.xml"/></Relationships>`,
+    ],
+    [
+      'xl/worksheets/sheet1.xml',
+      `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><worksheet xmlns="${S}"><sheetData><row r="1">${cellsXml}</row></sheetData></worksheet>`,
+    ],
+  ]);
+}
+
+/** A one-sheet .ods whose first row holds the given `<table:table-cell>` elements. */
+export function ods(cellsXml: string): Buffer {
+  const mime = 'application/vnd.oasis.opendocument.spreadsheet';
+  return zip([
+    ['mimetype', mime],
+    [
+      'META-INF/manifest.xml',
+      `<?xml version="1.0" encoding="UTF-8"?><manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0" manifest:version="1.2"><manifest:file-entry manifest:full-path="/" manifest:media-type="${mime}"/><manifest:file-entry manifest:full-path="content.xml" manifest:media-type="text/xml"/></manifest:manifest>`,
+    ],
+    [
+      'content.xml',
+      `<?xml version="1.0" encoding="UTF-8"?><office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" xmlns:of="urn:oasis:names:tc:opendocument:xmlns:of:1.2" office:version="1.2"><office:body><office:spreadsheet><table:table table:name="Sheet1"><table:table-row>${cellsXml}</table:table-row></table:table></office:spreadsheet></office:body></office:document-content>`,
+    ],
+  ]);
+}
+
+/** A .odp with one slide holding `text` and the given ODF drawing elements (frames). */
+export function odp(text: string, shapesXml = ''): Buffer {
+  const mime = 'application/vnd.oasis.opendocument.presentation';
+  return zip([
+    ['mimetype', mime],
+    [
+      'META-INF/manifest.xml',
+      `<?xml version="1.0" encoding="UTF-8"?><manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0" manifest:version="1.2"><manifest:file-entry manifest:full-path="/" manifest:media-type="${mime}"/><manifest:file-entry manifest:full-path="content.xml" manifest:media-type="text/xml"/></manifest:manifest>`,
+    ],
+    [
+      'content.xml',
+      `<?xml version="1.0" encoding="UTF-8"?><office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" xmlns:xlink="http://www.w3.org/1999/xlink" xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0" office:version="1.2"><office:body><office:presentation><draw:page draw:name="one"><draw:frame svg:x="1cm" svg:y="1cm" svg:width="20cm" svg:height="2cm"><draw:text-box><text:p>${text}</text:p></draw:text-box></draw:frame>${shapesXml}</draw:page></office:presentation></office:body></office:document-content>`,
+    ],
+  ]);
+}
+
+/**
+ * A presentation whose images are links. Impress loads linked images (file:// or http) when it opens the
+ * document, whatever the Writer link settings say: only the sandbox keeps it from other files and the network.
+ */
+export function odpLinkingImages(text: string, hrefs: string[]): Buffer {
+  const frames = hrefs
+    .map(
+      (href, i) =>
+        `<draw:frame draw:name="linked${i}" svg:x="1cm" svg:y="${4 + 2.5 * i}cm" svg:width="12cm" svg:height="2cm"><draw:image xlink:type="simple" xlink:href="${href}"/></draw:frame>`,
+    )
+    .join('');
+  return odp(text, frames);
+}
+
 /** The office formats LibreOffice writes from an HTML (text), CSV (spreadsheet) or HTML (presentation) source. */
 const TARGETS = {
   doc: { from: 'html', filter: 'doc:MS Word 97' },

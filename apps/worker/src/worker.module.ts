@@ -21,7 +21,7 @@ export class WorkerModule {
           provide: READINESS_DETAILS,
           useFactory: (converters: PreviewConverters) => () => ({
             queues: [...queues],
-            previews: { enabled: true, converters: converters.availability() },
+            previews: { enabled: true, converters: converters.availability(), isolation: converters.isolation() },
           }),
           inject: [PreviewConverters],
         }

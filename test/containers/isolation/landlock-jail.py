@@ -2,9 +2,9 @@
 """landlock-jail.py DIR COMMAND [ARG ...]: run COMMAND able to write only beneath DIR, to read only
 beneath DIR and the system directories, and to open no TCP connection.
 
-A probe for test/containers/isolation/probe.sh, not used by the services: it shows that an
-unprivileged process can still keep a converter out of other jobs' files (and off TCP) where
-namespaces are refused, through Landlock (Linux 5.13+ for files, 6.7+ for TCP; allowed by Docker's
+A probe for test/containers/isolation/probe.sh: it shows that an unprivileged process can still keep a
+converter out of other jobs' files (and off TCP) where namespaces are refused (the worker's launcher,
+apps/worker/src/previews/sandbox/confine.py --landlock, does it for every converter), through Landlock (Linux 5.13+ for files, 6.7+ for TCP; allowed by Docker's
 default seccomp profile). Landlock only grants: everything not granted below is denied (EACCES).
   - read and execute beneath /usr /etc /lib /lib64 /bin /sbin /opt /var /proc /sys /dev /run
     (not /tmp, /home, /root, /app: other jobs' files and the worker's own stay out of reach);

@@ -80,6 +80,13 @@ probe '  … wrote a PDF' test -s "$W/job-a/out/in.pdf"
 probe 'jail: chromium --no-sandbox --print-to-pdf in job-a' env HOME="$W/job-a" TMPDIR="$W/job-a" "${JAIL[@]}" chromium --headless --no-sandbox \
   --disable-gpu --disable-dev-shm-usage --no-first-run --user-data-dir="$W/job-a/chromium" --print-to-pdf="$W/job-a/out/html.pdf" "file://$W/job-a/in.html"
 probe '  … wrote a PDF' sh -c "head -c 5 '$W/job-a/out/html.pdf' | grep -q '%PDF-'"
+LAUNCHER=/app/dist/apps/worker/src/previews/sandbox/confine.py
+if [ -f "$LAUNCHER" ]; then
+  echo "== the worker's launcher in the container's mode (seccomp + Landlock): what a converter reaches"
+  mkdir -p "$W/own" "$W/other" && echo 'another job' >"$W/other/file" && chmod 700 "$W/other"
+  printf '  %s\n' "$(python3 -I -S "$LAUNCHER" --landlock --rw "$W/own" --no-tcp --seccomp-nonet \
+    --self-test --canary "$W/other/file" --own "$W/own" -- true 2>&1 | head -n 1)"
+fi
 if command -v bwrap >/dev/null; then
   echo "== bubblewrap $(bwrap --version 2>&1)"
   probe 'bwrap --unshare-net --ro-bind / / true' bwrap --unshare-net --ro-bind / / true

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """seccomp-nonet.py COMMAND [ARG ...]: run COMMAND unable to open any socket but AF_UNIX.
 
-A probe for test/containers/isolation/probe.sh, not used by the services: it shows that a process
-without any privilege can still cut a converter off the network where namespaces are refused.
+A probe for test/containers/isolation/probe.sh: it shows that a process without any privilege can still
+cut a converter off the network where namespaces are refused. The worker's launcher
+(apps/worker/src/previews/sandbox/confine.py, --seccomp-nonet) installs the same filter.
 It sets no_new_privs and installs a seccomp filter (allowed for unprivileged processes under
 Docker's and Kubernetes' default profiles) that answers EACCES to
   - socket() for every address family but AF_UNIX (so no TCP/UDP/raw/netlink/packet socket),

@@ -82,3 +82,51 @@ export async function objectKeys(): Promise<string[]> {
 export async function logs(service: Service, index = 1): Promise<string> {
   return harness('logs', service, String(index));
 }
+
+const DOCKER = process.env.UHP_DOCKER ?? '/usr/bin/docker';
+
+/** The id of container `index` (1-based) of a service. */
+export async function containerId(service: Service, index = 1): Promise<string> {
+  return (await harness('container', service, String(index))).trim();
+}
+
+/**
+ * Runs a command in a service's container (`docker exec`, as the image's user unless `user` is given), with
+ * `input` on its stdin; rejects when it exits non-zero unless `allowFailure`.
+ */
+export async function exec(
+  service: Service,
+  argv: string[],
+  opts: { user?: string; input?: string | Buffer; allowFailure?: boolean } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const id = await containerId(service);
+  const args = [
+    'exec',
+    ...(opts.input !== undefined ? ['-i'] : []),
+    ...(opts.user ? ['-u', opts.user] : []),
+    id,
+    ...argv,
+  ];
+  return new Promise((resolve, reject) => {
+    const child = execFile(DOCKER, args, { maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+      if (code !== 0 && !opts.allowFailure)
+        reject(new Error(`docker exec ${argv.join(' ')} exited ${code}: ${stderr.trim().slice(0, 500)}`));
+      else resolve({ code, stdout, stderr });
+    });
+    if (opts.input !== undefined) child.stdin!.end(opts.input);
+  });
+}
+
+/** The address of the host on one of the stack's networks (its bridge's gateway), e.g. `backend`. */
+export async function hostAddressOn(network: string): Promise<string> {
+  const { project } = await stackEnv();
+  const { stdout } = await run(DOCKER, [
+    'network',
+    'inspect',
+    `${project}_${network}`,
+    '-f',
+    '{{range .IPAM.Config}}{{.Gateway}}{{end}}',
+  ]);
+  return stdout.trim();
+}

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -39,6 +39,7 @@ async function convert(
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'uhp-chromium-test-'));
+  await chmod(dir, 0o711); // converters of other uids pass through to their own dirs beneath it
   server = createServer((req, res) => {
     serverHits.push(req.url ?? '');
     res.setHeader('content-type', 'text/css');
@@ -48,7 +49,7 @@ beforeAll(async () => {
   serverUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   isolated = await createPreviewConverters({ workDir: join(dir, 'isolated') });
   // Same converter without the network namespace: proves the request filter and CSP alone stop requests.
-  open = await createPreviewConverters({ workDir: join(dir, 'open'), isolateNetwork: false });
+  open = await createPreviewConverters({ workDir: join(dir, 'open'), sandbox: { network: 'off' } });
 });
 
 afterAll(async () => {

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -49,6 +49,7 @@ async function images(pdf: string): Promise<Array<{ width: number; height: numbe
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'uhp-image-test-'));
+  await chmod(dir, 0o711); // converters of other uids pass through to their own dirs beneath it
   converters = await createPreviewConverters({
     workDir: join(dir, 'work'),
     image: { maxInputPixels: 50_000_000, maxPlacedPixels: 4000 },

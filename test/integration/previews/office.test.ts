@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, readlink, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -12,10 +12,12 @@ import { createPreviewConverters, type PreviewConverters } from '../../../apps/w
 import {
   docx,
   makeOfficeSamples,
+  ods,
   odt,
   paragraph,
   pdfText,
   qpdfCheck,
+  xlsx,
   zip,
   type GeneratedOfficeFormat,
 } from '../../support/preview-fixtures';
@@ -84,6 +86,7 @@ async function processesMentioning(needle: string): Promise<number[]> {
 beforeAll(async () => {
   process.env.UHP_PREVIEW_TEST_SECRET = SECRET; // must never reach a converter process
   dir = await mkdtemp(join(tmpdir(), 'uhp-office-test-'));
+  await chmod(dir, 0o711); // converters of other uids pass through to their own dirs beneath it
   server = createServer((req, res) => {
     serverHits.push(req.url ?? '');
     res.end('fetched');
@@ -122,6 +125,24 @@ describe('office documents through the warm LibreOffice pool', () => {
     const text = await pdfText(await convert(source, 'table.csv', 'text/csv'));
     expect(text).toContain(MARKER);
     expect(text).toContain('Zürich');
+  });
+
+  it('an input over the office byte limit is a permanent too_large, before LibreOffice sees it', async () => {
+    const small = await createPreviewConverters({ workDir: join(dir, 'small'), office: { maxInputBytes: 1_000 } });
+    try {
+      const source = await write('big.csv', `a,b\n${'x,y\n'.repeat(400)}`);
+      const error = await caught(
+        small.office.convert(
+          { path: source, filename: 'big.csv', contentType: 'text/csv' },
+          { path: join(dir, 'big.pdf') },
+          new AbortController().signal,
+        ),
+      );
+      expect([error.failure, error.isPermanent]).toEqual(['too_large', true]);
+      expect(small.office.state().every((slot) => slot.pid === undefined)).toBe(true);
+    } finally {
+      await small.registry.close();
+    }
   });
 
   it('random bytes named .docx fail fast with a permanent error', async () => {
@@ -255,6 +276,72 @@ describe('the sandbox around LibreOffice', () => {
       { env: { PATH: '/usr/bin:/bin', HOME: profile, LANG: 'C.UTF-8' }, timeout: 60_000 },
     );
     expect(serverHits).toContain('/docx-image.png');
+  });
+});
+
+describe('formulas are shown as stored, never computed on load', () => {
+  it('xlsx and ods: a formula shows its cached value, not what recalculating would give', async () => {
+    const sheet = xlsx(
+      `<c r="A1"><f>6*7</f><v>1234567</v></c>` +
+        `<c r="B1" t="str"><f>_xlfn.WEBSERVICE("${serverUrl}/xlsx")</f><v>cached-webservice</v></c>` +
+        `<c r="C1" t="inlineStr"><is><t>${MARKER}</t></is></c>`,
+    );
+    const text = await pdfText(await convert(await write('cached.xlsx', sheet), 'cached.xlsx'));
+    expect(text).toContain(MARKER);
+    expect(text).toContain('1234567');
+    expect(text).not.toMatch(/\b42\b/);
+    // WEBSERVICE() is never taken from the cache: Calc evaluates it, with external content blocked (Err:540).
+    expect(text).not.toContain('fetched');
+    // A styled cell: LibreOffice computes an unstyled formula cell once on load anyway, to find its number format.
+    const calc = ods(
+      `<table:table-cell table:style-name="Default" table:formula="of:=6*7" office:value-type="float" office:value="7654321"><text:p>7654321</text:p></table:table-cell>` +
+        `<table:table-cell office:value-type="string"><text:p>${MARKER}</text:p></table:table-cell>`,
+    );
+    const odsText = await pdfText(await convert(await write('cached.ods', calc), 'cached.ods'));
+    expect(odsText).toContain(MARKER);
+    expect(odsText).toContain('7654321');
+    expect(odsText).not.toMatch(/\b42\b/);
+  });
+
+  it('csv: a cell that looks like a formula stays text; WEBSERVICE() sends no request, even with the network open', async () => {
+    // Network isolation off: only the import settings stand between the document and the test server.
+    const open = await createPreviewConverters({
+      workDir: join(dir, 'formulas-open'),
+      office: { poolSize: 1 },
+      sandbox: { network: 'off' },
+    });
+    try {
+      serverHits = [];
+      const csv = `label,value\n${MARKER},=1+1\nweb,"=WEBSERVICE(""${serverUrl}/csv"")"\n`;
+      const out = join(dir, 'formulas.pdf');
+      await open.office.convert(
+        { path: await write('formulas.csv', csv), filename: 'formulas.csv', contentType: 'text/csv' },
+        { path: out },
+        new AbortController().signal,
+      );
+      const text = await pdfText(out);
+      expect(text).toContain(MARKER);
+      expect(text).toContain('=1+1');
+      expect(text).toContain(`=WEBSERVICE("${serverUrl}/csv")`);
+      const xlsxOut = join(dir, 'webservice.pdf');
+      await open.office.convert(
+        {
+          path: await write(
+            'webservice.xlsx',
+            xlsx(`<c r="A1" t="str"><f>_xlfn.WEBSERVICE("${serverUrl}/xlsx")</f><v>cached-webservice</v></c>`),
+          ),
+          filename: 'webservice.xlsx',
+          contentType: '',
+        },
+        { path: xlsxOut },
+        new AbortController().signal,
+      );
+      expect(await pdfText(xlsxOut)).not.toContain('fetched');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(serverHits).toEqual([]);
+    } finally {
+      await open.registry.close();
+    }
   });
 });
 

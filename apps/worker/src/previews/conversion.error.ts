@@ -24,6 +24,22 @@ export const CONVERSION_FAILURES = {
 
 export type ConversionFailure = keyof typeof CONVERSION_FAILURES;
 
+/**
+ * What a user is told about a failed preview (the message recorded on the row and answered in the 502): a fixed
+ * sentence per failure class. Never the error's own message, which may hold a path, converter output or an
+ * exception text; that goes to the worker's log only.
+ */
+export const PUBLIC_FAILURE_MESSAGES: Record<ConversionFailure, string> = {
+  unsupported_type: 'There is no PDF preview for this type of file.',
+  corrupt_document: 'The file could not be read as the type of document its name or content type says it is.',
+  too_large: 'The file is larger than previews accept.',
+  invalid_output: 'The converter did not produce a usable PDF from this file.',
+  timeout: 'The conversion took longer than the time limit.',
+  process_crashed: 'The converter stopped unexpectedly.',
+  unavailable: 'No converter could be started for this file.',
+  aborted: 'The conversion was interrupted.',
+};
+
 export class ConversionError extends Error {
   readonly isPermanent: boolean;
 
@@ -35,6 +51,11 @@ export class ConversionError extends Error {
     super(message, options);
     this.name = 'ConversionError';
     this.isPermanent = CONVERSION_FAILURES[failure] === 'permanent';
+  }
+
+  /** The fixed sentence of the failure class: safe to record and to show (see PUBLIC_FAILURE_MESSAGES). */
+  get publicMessage(): string {
+    return PUBLIC_FAILURE_MESSAGES[this.failure];
   }
 }
 

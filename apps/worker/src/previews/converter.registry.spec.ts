@@ -11,6 +11,7 @@ function fake(
   return {
     name,
     version: '1',
+    maxInputBytes: 1024,
     accepts,
     convert: vi.fn(async () => undefined),
     available: vi.fn(async () => available),

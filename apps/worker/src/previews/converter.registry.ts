@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { chmod, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ChromiumConverter } from './chromium/chromium.converter';
 import { ConversionError } from './conversion.error';
@@ -8,7 +8,8 @@ import type { Availability, ConversionInput, ConversionOutput, PdfConverter } fr
 import { PdfPassthroughConverter } from './pdf/pdf-passthrough.converter';
 import { PdfValidator } from './pdf/pdf.validator';
 import { resolvePreviewOptions, type PreviewConverterOptions, type PreviewConverterOverrides } from './preview.options';
-import { ProcessRunner } from './sandbox/sandbox';
+import { detectIsolation } from './sandbox/isolation';
+import { ProcessRunner, type IsolationMode } from './sandbox/sandbox';
 
 /** Picks the converter for a file and answers for all of them at /readyz. */
 export class ConverterRegistry {
@@ -53,26 +54,41 @@ export interface PreviewConverters {
   image: ImageConverter;
   pdf: PdfPassthroughConverter;
   options: PreviewConverterOptions;
+  /** How every converter process is confined here (decided now, by probing; Chromium may narrow it at launch). */
+  isolation: IsolationMode;
+  runner: ProcessRunner;
 }
 
-/** Builds the four converters sharing one process runner and one PDF validator. */
+/**
+ * Builds the four converters sharing one process runner and one PDF validator, after deciding how converter
+ * processes are confined on this host (sandbox/isolation.ts). In `uid` mode the work dir and its parents must be
+ * traversable by other uids (0711): the converters' own directories are beneath it.
+ */
 export async function createPreviewConverters(overrides: PreviewConverterOverrides = {}): Promise<PreviewConverters> {
   const options = resolvePreviewOptions(overrides);
-  await mkdir(join(options.workDir, 'scratch'), { recursive: true, mode: 0o700 });
-  const runner = new ProcessRunner();
+  await mkdir(options.workDir, { recursive: true, mode: 0o711 });
+  await chmod(options.workDir, 0o711);
+  const launcher = { pythonPath: options.sandbox.pythonPath, launcherPath: options.sandbox.launcherPath };
+  const isolation = await detectIsolation({
+    network: options.sandbox.network,
+    uidBase: options.sandbox.uidBase,
+    launcher,
+    probeDir: join(options.workDir, 'probe'),
+    only: options.sandbox.only,
+  });
+  const runner = new ProcessRunner(isolation, launcher);
+  await runner.makeSharedDir(options.workDir);
   const validator = new PdfValidator(
     runner,
     options.qpdfPath,
-    {
-      isolateNetwork: options.isolateNetwork,
-      addressSpaceBytes: 1024 * 1024 * 1024,
-      maxFileBytes: options.maxOutputBytes,
-    },
+    { addressSpaceBytes: 1024 * 1024 * 1024, maxFileBytes: options.maxOutputBytes },
     join(options.workDir, 'scratch'),
   );
+  await validator.prepare();
   const office = new OfficeConverter(options, runner, validator);
-  const chromium = new ChromiumConverter(options, validator);
+  const chromium = new ChromiumConverter(options, runner, validator);
   const image = new ImageConverter(options);
-  const pdf = new PdfPassthroughConverter(validator);
-  return { registry: new ConverterRegistry([pdf, office, chromium, image]), office, chromium, image, pdf, options };
+  const pdf = new PdfPassthroughConverter(validator, options.maxOutputBytes);
+  const registry = new ConverterRegistry([pdf, office, chromium, image]);
+  return { registry, office, chromium, image, pdf, options, isolation, runner };
 }

@@ -26,6 +26,8 @@ export interface PdfConverter {
   readonly name: string;
   /** Changes when the output of the same input may change (bump to invalidate cached previews). */
   readonly version: string;
+  /** The largest input it takes: checked against the source's recorded size before it is fetched (too_large). */
+  readonly maxInputBytes: number;
   accepts(input: Pick<ConversionInput, 'contentType' | 'filename'>): boolean;
   convert(input: ConversionInput, output: ConversionOutput, signal: AbortSignal): Promise<void>;
   /** Whether the tools this converter needs are installed and start (for /readyz). */

@@ -39,15 +39,21 @@ export class PreviewConversionService {
     const row = await this.previews.findForJob(previewId);
     if (!row || row.status !== 'PENDING') return 'skipped';
     const registry = await this.converters.get();
-    const converterName =
-      registry.select({ contentType: row.sourceContentType, filename: row.sourceFilename })?.name ?? 'none';
+    const selected = registry.select({ contentType: row.sourceContentType, filename: row.sourceFilename });
+    const converterName = selected?.name ?? 'none';
     const done = this.metrics.start();
     await mkdir(this.converters.jobsDir, { recursive: true, mode: 0o700 });
     const dir = await mkdtemp(join(this.converters.jobsDir, 'job-'));
     try {
       const input = join(dir, 'source');
       const output = join(dir, 'preview.pdf');
-      await this.sources.fetch(row.sourceObjectId, input);
+      // No converter, or over its size limit: refused before the source is downloaded.
+      if (!selected)
+        throw new ConversionError(
+          'unsupported_type',
+          `no preview for ${row.sourceFilename} (${row.sourceContentType})`,
+        );
+      await this.sources.fetch(row.sourceObjectId, input, selected.maxInputBytes);
       const converter = await registry.convert(
         { path: input, filename: row.sourceFilename, contentType: row.sourceContentType },
         { path: output },
@@ -83,11 +89,14 @@ export class PreviewConversionService {
     }
   }
 
-  /** Records the final failure so waiting gateways answer 502 with the reason. */
+  /**
+   * Records the final failure so waiting gateways answer 502 with the reason: the failure class and its fixed
+   * sentence, never the error's own message (paths, converter output), which only the worker's log gets.
+   */
   async fail(previewId: string, generation: number, error: ConversionError): Promise<void> {
     await this.previews.markFailed(previewId, generation, {
       code: error.failure,
-      message: error.message,
+      message: error.publicMessage,
       permanent: error.isPermanent,
     });
   }

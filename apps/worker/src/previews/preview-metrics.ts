@@ -1,12 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { METRICS_REGISTRY } from '@app/common';
 
-/** Conversion time and outcomes per converter. */
+/** Conversion time and outcomes per converter, and how converters are confined. */
 @Injectable()
 export class PreviewMetrics {
   private readonly seconds: Histogram<'converter' | 'outcome'>;
   private readonly conversions: Counter<'converter' | 'outcome'>;
+  private readonly isolationGauge: Gauge<'network' | 'filesystem' | 'chromium_sandbox'>;
 
   constructor(@Inject(METRICS_REGISTRY) registry: Registry) {
     this.seconds = new Histogram({
@@ -22,6 +23,21 @@ export class PreviewMetrics {
       labelNames: ['converter', 'outcome'],
       registers: [registry],
     });
+    this.isolationGauge = new Gauge({
+      name: 'uhp_preview_isolation',
+      help: 'How converter processes are confined here: 1 on the mode in force (network, filesystem, chromium_sandbox)',
+      labelNames: ['network', 'filesystem', 'chromium_sandbox'],
+      registers: [registry],
+    });
+  }
+
+  /** The one series of uhp_preview_isolation that is 1: the mode in force now. */
+  isolation(mode: { network: string; filesystem: string; chromiumSandbox: boolean }): void {
+    this.isolationGauge.reset();
+    this.isolationGauge.set(
+      { network: mode.network, filesystem: mode.filesystem, chromium_sandbox: String(mode.chromiumSandbox) },
+      1,
+    );
   }
 
   start(): (converter: string, outcome: string) => void {

@@ -40,6 +40,7 @@ export class PreviewProcessor extends WorkerHost implements OnApplicationBootstr
             permanent: failure.isPermanent,
             attempt: job.attemptsMade + 1,
             message: failure.message,
+            cause: failure.cause instanceof Error ? failure.cause.message : undefined,
           },
           'preview conversion failed',
         );

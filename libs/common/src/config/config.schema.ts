@@ -206,10 +206,27 @@ export const workerConfigSchema = z.object({
   /** Private scratch space of the converters (profiles, inputs, outputs); emptied per conversion. */
   PREVIEW_WORK_DIR: z.string().min(1).optional(),
   /**
-   * Run converters in a network namespace with no interfaces (`unshare --net`). Turn off only where namespaces are
-   * unavailable.
+   * Network isolation of the converters, the strongest that works here (a network namespace, else a seccomp filter
+   * with Landlock): true = take it, and run converters without one (with a warning) where none works; `required` =
+   * refuse to run converters then; false = skip it (the deployment isolates the preview workers' network itself).
    */
-  PREVIEW_ISOLATE_NETWORK: boolean(true),
+  PREVIEW_ISOLATE_NETWORK: z
+    .enum(['true', 'false', '1', '0', 'yes', 'no', 'required'], { message: 'must be true, false or required' })
+    .transform((v): 'prefer' | 'require' | 'off' =>
+      v === 'required' ? 'require' : v === 'true' || v === '1' || v === 'yes' ? 'prefer' : 'off',
+    )
+    .default('prefer'),
+  /**
+   * A root worker runs its converters as this uid and the next 18 (one per LibreOffice slot, Chromium, the tools),
+   * gid equal; keep the ranges of two root workers on one host apart.
+   */
+  PREVIEW_SANDBOX_UID: integer(64_000, 1_000, 2 ** 31 - 100),
+  /** Office documents above this are refused (permanent too_large) before they are fetched. */
+  PREVIEW_MAX_OFFICE_INPUT_BYTES: integer(100 * MiB, 1),
+  /** HTML, Markdown and text above this are refused before they are fetched (they are read into memory). */
+  PREVIEW_MAX_TEXT_INPUT_BYTES: integer(20 * MiB, 1),
+  /** Image files above this are refused before they are fetched (besides the decoded-pixel limit). */
+  PREVIEW_MAX_IMAGE_INPUT_BYTES: integer(50 * MiB, 1),
   /** Archive builds in parallel per worker process; each holds one object stream in and one upload out. */
   ARCHIVE_CONCURRENCY: integer(1, 1, 16),
   /** Largest ZIP a build may write (set the same on the storage service); a larger session's build fails. */

@@ -35,6 +35,11 @@ export class StoredObjectRepository {
     return this.db.storedObject.findUnique({ where: { id }, select: SELECT });
   }
 
+  /** The size an object's upload recorded, or null if there is no such object (checked before reading it). */
+  async sizeOf(id: string): Promise<bigint | null> {
+    return (await this.db.storedObject.findUnique({ where: { id }, select: { bytes: true } }))?.bytes ?? null;
+  }
+
   /** A finished upload becomes READY with its first reference. It must still be UPLOADING and the principal's. */
   async markReady(principalId: string, id: string, bytes: number, sha256: string): Promise<void> {
     const { count } = await this.db.storedObject.updateMany({

@@ -1,21 +1,26 @@
-import { chmod, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { ConversionError, toConversionError } from '../conversion.error';
 import { previewTypeOf } from '@app/contracts';
+import { readCapped } from '../input-limits';
 import type { Availability, ConversionInput, ConversionOutput, PdfConverter } from '../pdf-converter';
 import type { PdfValidator } from '../pdf/pdf.validator';
 import type { PreviewConverterOptions } from '../preview.options';
-import { cleanEnvironment, sandboxArgv } from '../sandbox/sandbox';
+import { cleanEnvironment, SANDBOX_UIDS, type ProcessRunner, type SandboxIdentity } from '../sandbox/sandbox';
 import { decodeText, htmlContentType, markdownToHtml, PREVIEW_CSP, textToHtml } from './html-document';
 
 /** The page is served from this made-up origin by the request filter itself; nothing resolves it. */
 export const PREVIEW_ORIGIN = 'http://preview.invalid';
 const PAGE_URL = `${PREVIEW_ORIGIN}/document`;
 
-/** From the machine notes; Playwright adds --headless and its own fresh --user-data-dir per launch. */
+/**
+ * From the machine notes; Playwright adds --headless, --no-sandbox unless Chromium's own sandbox is kept
+ * (chromiumSandbox), and a --user-data-dir of its own that the launcher script replaces with the browser's dir.
+ */
 const CHROMIUM_FLAGS = [
-  '--no-sandbox',
   '--disable-gpu',
   '--disable-quic',
   '--no-first-run',
@@ -33,6 +38,9 @@ interface Session {
   pidFile: string;
   conversions: number;
 }
+
+/** Chromium's singleton socket goes to TMPDIR/org.chromium.Chromium.XXXXXX/SingletonSocket: ≤ 107 bytes in all. */
+const MAX_TMPDIR_LENGTH = 60;
 
 interface RenderedDocument {
   contentType: string;
@@ -62,6 +70,7 @@ interface Tab {
 export class ChromiumConverter implements PdfConverter {
   readonly name = 'chromium';
   readonly version = '1';
+  readonly maxInputBytes: number;
   private session: Promise<Session> | undefined;
   private spare: Promise<Tab | null> | null = null;
   /** Every request the filter saw and aborted, newest last (tests and debug logs). */
@@ -69,8 +78,11 @@ export class ChromiumConverter implements PdfConverter {
 
   constructor(
     private readonly options: PreviewConverterOptions,
+    private readonly runner: ProcessRunner,
     private readonly validator: PdfValidator,
-  ) {}
+  ) {
+    this.maxInputBytes = options.chromium.maxInputBytes;
+  }
 
   accepts(input: { contentType: string; filename: string }): boolean {
     const kind = previewTypeOf(input)?.kind;
@@ -102,13 +114,7 @@ export class ChromiumConverter implements PdfConverter {
         `not HTML, Markdown or text: ${input.filename} (${input.contentType})`,
       );
     }
-    const size = (await stat(input.path)).size;
-    if (size > this.options.chromium.maxInputBytes)
-      throw new ConversionError(
-        'too_large',
-        `${size} bytes is over the ${this.options.chromium.maxInputBytes}-byte limit for rendered documents`,
-      );
-    const bytes = await readFile(input.path);
+    const bytes = await readCapped(input.path, this.maxInputBytes, 'rendered documents');
     const title = basename(input.filename);
     const body =
       type.kind === 'html'
@@ -226,47 +232,94 @@ export class ChromiumConverter implements PdfConverter {
     return this.session;
   }
 
+  /**
+   * Chromium keeps its own sandbox where the start-up probe found it possible (a non-root uid that may make user
+   * namespaces); if it still does not start with it, it runs with --no-sandbox inside the same confinement, and the
+   * isolation mode says so from then on.
+   */
   private async launch(): Promise<Session> {
-    const dir = join(
-      this.options.workDir,
-      'chromium',
-      `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
-    );
-    await mkdir(dir, { recursive: true, mode: 0o700 });
+    const mode = this.runner.mode;
+    this.runner.assertAllowed();
+    if (mode.chromiumSandbox) {
+      try {
+        return await this.launchWith(true);
+      } catch (error) {
+        mode.chromiumSandbox = false;
+        const reason = (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 200);
+        mode.notes.push(`Chromium's own sandbox did not start (${reason}): it runs with --no-sandbox`);
+      }
+    }
+    return this.launchWith(false);
+  }
+
+  private async launchWith(sandbox: boolean): Promise<Session> {
+    const id = randomBytes(4).toString('hex');
+    const pool = join(this.options.workDir, 'chromium');
+    // The worker's: the launcher script and the pid file, which the browser must not be able to change.
+    const dir = join(pool, id);
+    await this.runner.makeSharedDir(pool);
+    await this.runner.makeSharedDir(dir);
+    // The browser's own: profile, caches, TMPDIR (kept short: Chromium's singleton socket goes there).
+    const shortHome = join(dir, 'h');
+    const home = shortHome.length <= MAX_TMPDIR_LENGTH ? shortHome : join(tmpdir(), `uhp-chromium-${id}`);
+    const identity: SandboxIdentity = { uidOffset: SANDBOX_UIDS.chromium, writable: [home], procWrite: sandbox };
+    const cleanUp = () =>
+      Promise.all([rm(dir, { recursive: true, force: true }), rm(home, { recursive: true, force: true })]).catch(
+        () => undefined,
+      );
+    await this.runner.makeOwnDir(home, identity);
     const pidFile = join(dir, 'browser.pid');
-    // Playwright needs one executable; this wrapper confines Chromium and records the group id
-    // (exec keeps the pid, and Playwright starts the browser as a process group leader).
+    // Playwright needs one executable; this wrapper records the group id (exec keeps the pid, and Playwright
+    // starts the browser as a process group leader), puts Playwright's --user-data-dir (made by the worker, not
+    // the browser's to write) in the browser's own dir, and execs the confined Chromium.
     const launcher = join(dir, 'launch.sh');
-    const argv = sandboxArgv(this.options.chromium.executablePath, [], {
-      isolateNetwork: this.options.isolateNetwork,
-      maxFileBytes: this.options.maxOutputBytes,
+    const argv = this.runner.argv({
+      command: this.options.chromium.executablePath,
+      args: [],
+      identity,
+      limits: { maxFileBytes: this.options.maxOutputBytes },
     });
     await writeFile(
       launcher,
-      `#!/bin/sh\necho $$ > ${shellQuote(pidFile)}\nexec ${argv.map(shellQuote).join(' ')} "$@"\n`,
+      [
+        '#!/bin/sh',
+        `echo $$ > ${shellQuote(pidFile)}`,
+        'for arg do',
+        '  shift',
+        '  case "$arg" in',
+        `    --user-data-dir=*) set -- "$@" ${shellQuote(`--user-data-dir=${join(home, 'profile')}`)} ;;`,
+        '    *) set -- "$@" "$arg" ;;',
+        '  esac',
+        'done',
+        `exec ${argv.map(shellQuote).join(' ')} "$@"`,
+        '',
+      ].join('\n'),
+      { mode: 0o700, flag: 'wx' },
     );
-    await chmod(launcher, 0o700);
-    const browser = await chromium.launch({
-      executablePath: launcher,
-      headless: true,
-      args: CHROMIUM_FLAGS,
-      // TMPDIR stays short: Chromium puts its singleton socket there (sun_path is 108 bytes).
-      env: cleanEnvironment(dir, {
-        TMPDIR: '/tmp',
-        XDG_CONFIG_HOME: join(dir, 'config'),
-        XDG_CACHE_HOME: join(dir, 'cache'),
-      }),
-      timeout: 30_000,
-      handleSIGINT: false,
-      handleSIGTERM: false,
-      handleSIGHUP: false,
-    });
+    let browser: Browser;
+    try {
+      browser = await chromium.launch({
+        executablePath: launcher,
+        headless: true,
+        chromiumSandbox: sandbox,
+        args: CHROMIUM_FLAGS,
+        env: cleanEnvironment(home, { XDG_CONFIG_HOME: join(home, 'config'), XDG_CACHE_HOME: join(home, 'cache') }),
+        timeout: 30_000,
+        handleSIGINT: false,
+        handleSIGTERM: false,
+        handleSIGHUP: false,
+      });
+    } catch (error) {
+      await this.killGroup({ pidFile } as Session);
+      await cleanUp();
+      throw error;
+    }
     const session: Session = { browser, pidFile, conversions: 0 };
     this.active = session;
     this.prepareSpare(session);
     browser.on('disconnected', () => {
       this.forget(session);
-      void this.killGroup(session).finally(() => rm(dir, { recursive: true, force: true }).catch(() => undefined));
+      void this.killGroup(session).finally(cleanUp);
     });
     return session;
   }

@@ -1,8 +1,9 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { PDFDocument } from 'pdf-lib';
 import sharp from 'sharp';
 import { ConversionError, toConversionError } from '../conversion.error';
 import { previewTypeOf } from '@app/contracts';
+import { assertInputSize, readCapped } from '../input-limits';
 import type { Availability, ConversionInput, ConversionOutput, PdfConverter } from '../pdf-converter';
 import { hasPdfHeader } from '../pdf/pdf.validator';
 import type { PreviewConverterOptions } from '../preview.options';
@@ -19,8 +20,11 @@ const DECODABLE = new Set(['png', 'jpeg', 'gif', 'webp']);
 export class ImageConverter implements PdfConverter {
   readonly name = 'image';
   readonly version = '1';
+  readonly maxInputBytes: number;
 
-  constructor(private readonly options: PreviewConverterOptions) {}
+  constructor(private readonly options: PreviewConverterOptions) {
+    this.maxInputBytes = options.image.maxInputBytes;
+  }
 
   accepts(input: { contentType: string; filename: string }): boolean {
     return previewTypeOf(input)?.kind === 'image';
@@ -37,6 +41,7 @@ export class ImageConverter implements PdfConverter {
     if (!this.accepts(input))
       throw new ConversionError('unsupported_type', `not an image: ${input.filename} (${input.contentType})`);
     try {
+      await assertInputSize(input.path, this.maxInputBytes, 'images');
       const pdf = await this.render(input.path, signal);
       if (!hasPdfHeader(Buffer.from(pdf.subarray(0, 1024))))
         throw new ConversionError('invalid_output', 'pdf-lib wrote no PDF header');
@@ -91,7 +96,7 @@ export class ImageConverter implements PdfConverter {
     let kind: 'jpeg' | 'png';
     try {
       if (isPlainJpeg) {
-        bytes = await readFile(path);
+        bytes = await readCapped(path, this.maxInputBytes, 'images');
         kind = 'jpeg';
       } else {
         const pipeline = sharp(path, { limitInputPixels: maxInputPixels, failOn: 'error', animated: false })
@@ -105,6 +110,7 @@ export class ImageConverter implements PdfConverter {
             : await pipeline.jpeg({ quality: 90 }).toBuffer();
       }
     } catch (error) {
+      if (error instanceof ConversionError) throw error;
       throw new ConversionError(
         'corrupt_document',
         `cannot decode the image: ${error instanceof Error ? error.message : String(error)}`,

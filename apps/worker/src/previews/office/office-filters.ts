@@ -3,7 +3,13 @@ import type { OfficeExtension } from '@app/contracts';
 export interface OfficeImport {
   /** LibreOffice import filter forced for the extension: random bytes fail fast instead of being guessed at. */
   filter: string;
-  /** Filter options (CSV: separator comma, quote ", UTF-8, from line 1). */
+  /**
+   * Filter options. CSV (the tokens of LibreOffice 7.4's CSV filter, in order): separator comma (44), quote " (34),
+   * UTF-8 (76), from line 1, no column formats, system language (0), quoted fields not forced to text, special
+   * numbers detected (the default when the token is absent), two export-only tokens (save as shown, formulas),
+   * no trimming, sheet (export only), and — token 13 — evaluate formulas: false, so a cell `=1+1` or
+   * `=WEBSERVICE(…)` is text, never computed.
+   */
   filterOptions?: string;
   /** Leading bytes every valid file of this type starts with; checked before LibreOffice sees the file. */
   magic?: 'zip' | 'ole2' | 'rtf';
@@ -18,7 +24,7 @@ export const OFFICE_IMPORTS: Record<OfficeExtension, OfficeImport> = {
   xls: { filter: 'MS Excel 97', magic: 'ole2' },
   xlsx: { filter: 'Calc MS Excel 2007 XML', magic: 'zip' },
   ods: { filter: 'calc8', magic: 'zip' },
-  csv: { filter: 'Text - txt - csv (StarCalc)', filterOptions: '44,34,76,1' },
+  csv: { filter: 'Text - txt - csv (StarCalc)', filterOptions: '44,34,76,1,,0,false,true,true,false,false,0,false' },
   ppt: { filter: 'MS PowerPoint 97', magic: 'ole2' },
   pptx: { filter: 'Impress MS PowerPoint 2007 XML', magic: 'zip' },
   odp: { filter: 'impress8', magic: 'zip' },

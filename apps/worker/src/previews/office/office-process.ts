@@ -1,19 +1,33 @@
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { ConversionError } from '../conversion.error';
-import { cleanEnvironment, type ProcessRunner, type SandboxedProcess, type SandboxLimits } from '../sandbox/sandbox';
+import {
+  cleanEnvironment,
+  SANDBOX_UIDS,
+  type ProcessRunner,
+  type SandboxedProcess,
+  type SandboxIdentity,
+  type SandboxLimits,
+} from '../sandbox/sandbox';
 import { registryModifications } from './office-profile';
 
 export interface OfficeProcessSettings {
-  /** This member's own directory: profile/ and io/ live under it and are wiped on every start. */
+  /**
+   * This member's directory, the worker's: profile/ and io/ beneath it are the member's own (its uid in `uid`
+   * mode, its only writable places under Landlock) and are wiped on every start.
+   */
   dir: string;
-  /** Unique among all members of all pools on the machine (LibreOffice pipes live in /tmp). */
+  /** The pool slot: its uid in `uid` mode. */
+  slot: number;
+  /** Unique among all members of all pools on the machine, and unguessable (LibreOffice pipes live in /tmp). */
   pipeName: string;
   bridgeScript: string;
   pythonPath: string;
   sofficePath: string;
   productVersion: string;
+  /** The installation's build id (program/setuprc), when known: see buildIdOf. */
+  buildId: string | null;
   startTimeoutMs: number;
   limits: SandboxLimits;
 }
@@ -36,6 +50,12 @@ interface BridgeReply {
 
 const STDERR_KEEP = 8 * 1024;
 
+/** LibreOffice's single-instance pipes in /tmp (`OSL_PIPE_[uid_]SingleOfficeIPC_<hash of the profile URL>`). */
+async function singleInstancePipes(): Promise<Set<string>> {
+  const names = await readdir('/tmp').catch(() => [] as string[]);
+  return new Set(names.filter((name) => name.startsWith('OSL_PIPE_') && name.includes('SingleOfficeIPC_')));
+}
+
 /**
  * One warm soffice and the python3-uno bridge that drives it, as one sandboxed process group. It is
  * single-use: after a failure, a timeout or N conversions the pool drops it and starts a new one with a
@@ -51,11 +71,22 @@ export class OfficeProcess {
   conversions = 0;
   /** The soffice pid (inside the group) once ready; for tests and logs. */
   sofficePid: number | undefined;
+  /** Who the bridge and soffice run as, and what they may touch. */
+  readonly identity: SandboxIdentity;
+  /** Single-instance pipes in /tmp that appeared with this member's start. */
+  private pipes: string[] = [];
 
   constructor(
     private readonly runner: ProcessRunner,
     private readonly settings: OfficeProcessSettings,
-  ) {}
+  ) {
+    this.identity = {
+      uidOffset: SANDBOX_UIDS.officeSlot(settings.slot),
+      writable: [this.profileDir, this.ioDir],
+      readable: [settings.bridgeScript],
+      tmpSockets: true,
+    };
+  }
 
   get profileDir(): string {
     return join(this.settings.dir, 'profile');
@@ -74,14 +105,38 @@ export class OfficeProcess {
     return this.child !== undefined && !this.exited;
   }
 
+  /**
+   * Removes the pipes soffice made in /tmp (Landlock lets it make them, not remove them): the accept pipe, named
+   * after pipeName (`OSL_PIPE_[uid_]name[-rN]`), and the single-instance pipe that appeared with its start.
+   */
+  private async removePipes(): Promise<void> {
+    const names = await readdir('/tmp').catch(() => [] as string[]);
+    const mine = names.filter(
+      (name) => name.startsWith('OSL_PIPE_') && (name.includes(this.settings.pipeName) || this.pipes.includes(name)),
+    );
+    await Promise.all(mine.map((name) => rm(join('/tmp', name), { force: true }).catch(() => undefined)));
+  }
+
   async start(): Promise<void> {
     await rm(this.settings.dir, { recursive: true, force: true });
-    await mkdir(join(this.profileDir, 'user'), { recursive: true, mode: 0o700 });
-    await mkdir(this.ioDir, { recursive: true, mode: 0o700 });
-    await writeFile(
+    await this.runner.makeSharedDir(this.settings.dir);
+    await this.runner.makeOwnDir(this.profileDir, this.identity);
+    await this.runner.makeOwnDir(join(this.profileDir, 'user'), this.identity);
+    await this.runner.makeOwnDir(this.ioDir, this.identity);
+    await this.runner.writeInto(
       join(this.profileDir, 'user', 'registrymodifications.xcu'),
       registryModifications({ productVersion: this.settings.productVersion }),
+      this.identity,
     );
+    if (this.settings.buildId) {
+      await this.runner.makeOwnDir(join(this.profileDir, 'user', 'extensions'), this.identity);
+      await this.runner.writeInto(
+        join(this.profileDir, 'user', 'extensions', 'buildid'),
+        this.settings.buildId,
+        this.identity,
+      );
+    }
+    const pipesBefore = await singleInstancePipes();
 
     const child = this.runner.spawn({
       command: this.settings.pythonPath,
@@ -92,6 +147,7 @@ export class OfficeProcess {
         this.settings.pipeName,
         String(this.settings.startTimeoutMs),
       ],
+      identity: this.identity,
       limits: this.settings.limits,
       env: cleanEnvironment(this.profileDir, { SAL_USE_VCLPLUGIN: 'svp', PYTHONDONTWRITEBYTECODE: '1' }),
       cwd: this.ioDir,
@@ -146,6 +202,9 @@ export class OfficeProcess {
       await this.stop();
       throw error;
     }
+    // soffice's single-instance pipe (named after the profile) appeared with this start: removed at stop.
+    const pipesAfter = await singleInstancePipes();
+    this.pipes = [...pipesAfter].filter((name) => !pipesBefore.has(name));
   }
 
   /** One conversion; the caller owns the timeout and kills this process when it fires. */
@@ -191,6 +250,7 @@ export class OfficeProcess {
       this.runner.killGroup(child);
     }
     await rm(this.settings.dir, { recursive: true, force: true }).catch(() => undefined);
+    await this.removePipes();
   }
 
   diagnostics(): string {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { matchesMagic, OFFICE_IMPORTS } from './office-filters';
-import { productVersionOf, profileItems, registryModifications } from './office-profile';
+import { buildIdOf, productVersionOf, profileItems, registryModifications } from './office-profile';
 
 describe('the LibreOffice profile', () => {
   it('records the installed version (skips the first-start self-test) and locks macros and links down', () => {
@@ -14,7 +14,15 @@ describe('the LibreOffice profile', () => {
     expect(byName['/org.openoffice.Office.Common/Security/Scripting#BlockUntrustedRefererLinks']).toBe(true);
     expect(byName['/org.openoffice.Office.Writer/Content/Update#Link']).toBe(2);
     expect(byName['/org.openoffice.Office.Calc/Content/Update#Link']).toBe(1);
+    // Never recalculate on load (0 always, 1 never, 2 ask).
+    expect(byName['/org.openoffice.Office.Calc/Formula/Load#OOXMLRecalcMode']).toBe(1);
+    expect(byName['/org.openoffice.Office.Calc/Formula/Load#ODFRecalcMode']).toBe(1);
     expect(xml.startsWith('<?xml')).toBe(true);
+  });
+
+  it('reads the build id a new profile records (program/setuprc)', () => {
+    expect(buildIdOf('[Bootstrap]\nbuildid=40(Build:2)\nProductKey=LibreOffice 7.4\n')).toBe('40(Build:2)');
+    expect(buildIdOf('[Bootstrap]\n')).toBeNull();
   });
 
   it('reads the major.minor version from soffice --version', () => {
@@ -27,6 +35,12 @@ describe('the LibreOffice profile', () => {
 describe('office import filters', () => {
   it('every office extension has a forced import filter', () => {
     for (const entry of Object.values(OFFICE_IMPORTS)) expect(entry.filter).toBeTruthy();
+  });
+
+  it('CSV: token 13 of the filter options (evaluate formulas) is false, so =1+1 stays text', () => {
+    const tokens = OFFICE_IMPORTS.csv.filterOptions!.split(',');
+    expect(tokens.slice(0, 4)).toEqual(['44', '34', '76', '1']);
+    expect(tokens[12]).toBe('false');
   });
 
   it('checks the container signature the extension implies', () => {

@@ -5,8 +5,12 @@
  * - `ooSetupLastVersion` equal to the installed version skips the ~3.5 s first-start graphics self-test
  *   (LibreOffice never records it in headless mode, so every fresh profile would run it again).
  * - Macros: highest security level and execution disabled (the loader also passes NEVER_EXECUTE).
- * - Links (OLE, DDE, linked sections, external images) are never updated; untrusted referer links blocked;
- *   Calc never recalculates on load, so WEBSERVICE()/external references keep their stored values.
+ * - Links (OLE, DDE, linked sections, external images) are never updated; untrusted referer links blocked.
+ * - Calc never recalculates on load (Formula/Load OOXMLRecalcMode and ODFRecalcMode, 1 = never): formulas show
+ *   their cached values. Not quite all of them (LibreOffice 7.4): WEBSERVICE() and external references are
+ *   evaluated anyway, with external content blocked (Err:540), and an ODS formula cell without a style is computed
+ *   once to find its number format. Impress and Calc still load linked images: only the sandbox keeps those away
+ *   from the network and other jobs' files.
  */
 export interface ProfileSettings {
   /** `7.4` for LibreOffice 7.4.x; read from the installation. */
@@ -53,6 +57,15 @@ export function registryModifications(settings: ProfileSettings): string {
     '</oor:items>',
     '',
   ].join('\n');
+}
+
+/**
+ * `40(Build:2)` from the installation's program/setuprc (`buildid=…`). Written to user/extensions/buildid in a new
+ * profile, it spares soffice the restart (exit 81) it asks for after populating a profile: a restart that Landlock
+ * would make fail, as the first start's single-instance pipe in /tmp cannot be removed by it.
+ */
+export function buildIdOf(setuprc: string): string | null {
+  return /^buildid=(.+)$/m.exec(setuprc)?.[1]?.trim() || null;
 }
 
 /** `7.4` from `LibreOffice 7.4.7.2 40(Build:2)` (the output of `soffice --version`). */

@@ -1,14 +1,16 @@
-import { copyFile, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { readFile, rm } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { ConversionError, toConversionError } from '../conversion.error';
 import { previewTypeOf, type OfficeExtension } from '@app/contracts';
+import { assertInputSize } from '../input-limits';
 import type { Availability, ConversionInput, ConversionOutput, PdfConverter } from '../pdf-converter';
 import { readHead, type PdfValidator } from '../pdf/pdf.validator';
 import type { PreviewConverterOptions } from '../preview.options';
 import { cleanEnvironment, type ProcessRunner, type SandboxLimits } from '../sandbox/sandbox';
 import { matchesMagic, OFFICE_IMPORTS } from './office-filters';
 import { OfficeProcess } from './office-process';
-import { productVersionOf } from './office-profile';
+import { buildIdOf, productVersionOf } from './office-profile';
 
 /** Source checkout and `nest build` output both keep the script beside this file (see nest-cli.json assets). */
 export const UNO_BRIDGE_SCRIPT = join(__dirname, 'uno-bridge.py');
@@ -40,9 +42,11 @@ export interface OfficeSlotState {
 export class OfficeConverter implements PdfConverter {
   readonly name = 'libreoffice';
   readonly version = '1';
+  readonly maxInputBytes: number;
   private readonly slots: Slot[];
   private readonly waiters: Array<(slot: Slot) => void> = [];
   private productVersion: Promise<string> | undefined;
+  private buildId: Promise<string | null> | undefined;
   private readonly limits: SandboxLimits;
   private closed = false;
 
@@ -58,11 +62,8 @@ export class OfficeConverter implements PdfConverter {
       starting: undefined,
       busy: false,
     }));
-    this.limits = {
-      isolateNetwork: options.isolateNetwork,
-      addressSpaceBytes: options.office.addressSpaceBytes,
-      maxFileBytes: options.maxOutputBytes,
-    };
+    this.limits = { addressSpaceBytes: options.office.addressSpaceBytes, maxFileBytes: options.maxOutputBytes };
+    this.maxInputBytes = options.office.maxInputBytes;
   }
 
   accepts(input: { contentType: string; filename: string }): boolean {
@@ -107,6 +108,7 @@ export class OfficeConverter implements PdfConverter {
     if (type?.kind !== 'office')
       throw new ConversionError('unsupported_type', `not an office document: ${input.filename} (${input.contentType})`);
     const extension = type.extension as OfficeExtension;
+    await assertInputSize(input.path, this.maxInputBytes, 'office documents');
     const head = await readHead(input.path, 16).catch((error: unknown) => {
       throw new ConversionError('corrupt_document', 'cannot read the input', { cause: error });
     });
@@ -122,7 +124,7 @@ export class OfficeConverter implements PdfConverter {
       const source = join(process.ioDir, `input.${extension}`);
       const target = join(process.ioDir, 'output.pdf');
       await rm(target, { force: true });
-      await copyFile(input.path, source);
+      await this.runner.copyInto(input.path, source, process.identity);
       try {
         await this.withDeadline(
           process,
@@ -134,8 +136,12 @@ export class OfficeConverter implements PdfConverter {
             filterOptions: OFFICE_IMPORTS[extension].filterOptions,
           }),
         );
-        await this.validator.check(target, 'invalid_output', signal);
-        await copyFile(target, output.path);
+        // qpdf checks the output as this member's uid, in its own directory; then it is copied out (no link).
+        await this.validator.check(target, 'invalid_output', signal, {
+          identity: process.identity,
+          home: process.ioDir,
+        });
+        await this.runner.copyOut(target, output.path);
       } finally {
         await rm(source, { force: true });
         await rm(target, { force: true });
@@ -163,8 +169,9 @@ export class OfficeConverter implements PdfConverter {
       .run({
         command: this.options.office.sofficePath,
         args: ['--version'],
+        identity: this.validator.identity,
         limits: this.limits,
-        env: cleanEnvironment(this.options.workDir),
+        env: cleanEnvironment(this.validator.identity.writable[0]!),
         cwd: '/',
         timeoutMs: 20_000,
       })
@@ -190,13 +197,20 @@ export class OfficeConverter implements PdfConverter {
       await slot.process?.stop();
       slot.process = undefined;
       slot.generation++;
+      await this.runner.makeSharedDir(join(this.options.workDir, 'office'));
       const process = new OfficeProcess(this.runner, {
-        dir: join(this.options.workDir, 'office', `${slot.index}-${slot.generation}`),
-        pipeName: `uhp-previews-${globalThis.process.pid}-${slot.index}-${slot.generation}-${Date.now().toString(36)}`,
+        // Unpredictable: soffice's single-instance pipe in /tmp is named after the profile's path.
+        dir: join(this.options.workDir, 'office', `${slot.index}-${slot.generation}-${randomBytes(6).toString('hex')}`),
+        slot: slot.index,
+        // Unguessable: the pipe lives in /tmp, where converters of other slots could connect to a known name.
+        pipeName: `uhp-${globalThis.process.pid}-${slot.index}-${slot.generation}-${randomBytes(12).toString('hex')}`,
         bridgeScript: UNO_BRIDGE_SCRIPT,
         pythonPath: this.options.office.pythonPath,
         sofficePath: this.options.office.sofficePath,
         productVersion: await this.version$(),
+        buildId: await (this.buildId ??= readFile(join(dirname(this.options.office.sofficePath), 'setuprc'), 'utf8')
+          .then(buildIdOf)
+          .catch(() => null)),
         startTimeoutMs: this.options.office.startTimeoutMs,
         limits: this.limits,
       });

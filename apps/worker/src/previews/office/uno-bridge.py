@@ -58,24 +58,54 @@ def start_soffice(soffice, profile, pipe_name):
     return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(), stderr=sys.stderr.fileno())
 
 
+def own_pipes():
+    """This uid's LibreOffice pipes in /tmp, or None where /tmp cannot be listed (under Landlock)."""
+    try:
+        uid = os.getuid()
+        return {n for n in os.listdir("/tmp") if n.startswith("OSL_PIPE_") and os.lstat("/tmp/" + n).st_uid == uid}
+    except OSError:
+        return None
+
+
+def narrow_pipes(before, names):
+    """soffice makes its pipes world-writable when the uid has no passwd entry (a sandbox uid): anyone who
+    finds one could drive this soffice. Narrow the ones it made to this uid (as this uid: no link can redirect it)."""
+    after = own_pipes()
+    candidates = set(names) | (after - before if before is not None and after is not None else set())
+    for name in candidates:
+        try:
+            os.chmod("/tmp/" + name, 0o600)
+        except OSError:
+            pass
+
+
 def start_and_connect(soffice, profile, pipe_name, deadline):
-    """soffice.bin is run directly (no oosplash), so the pid we hold is the one that converts."""
+    """soffice.bin is run directly (no oosplash), so the pid we hold is the one that converts.
+
+    Each start gets a pipe name of its own (pipe_name, pipe_name-r1, ...): under Landlock soffice may create its
+    pipe in /tmp but not remove it, and a restarted soffice would fail on the one the first start left. The
+    worker removes this member's pipes when it stops it."""
     local = uno.getComponentContext()
     resolver = local.ServiceManager.createInstanceWithContext("com.sun.star.bridge.UnoUrlResolver", local)
-    url = "uno:pipe,name=%s;urp;StarOffice.ComponentContext" % pipe_name
-    process = start_soffice(soffice, profile, pipe_name)
+    before = own_pipes()
     restarts = 0
+    name = pipe_name
+    process = start_soffice(soffice, profile, name)
     while time.monotonic() < deadline:
         if process.poll() is not None:
             if process.returncode == EXIT_RESTART_REQUESTED and restarts < 2:
                 restarts += 1
-                process = start_soffice(soffice, profile, pipe_name)
+                name = "%s-r%d" % (pipe_name, restarts)
+                process = start_soffice(soffice, profile, name)
                 continue
             raise RuntimeError("soffice exited with %s during start" % process.returncode)
         try:
-            return process, resolver.resolve(url)
+            context = resolver.resolve("uno:pipe,name=%s;urp;StarOffice.ComponentContext" % name)
         except NoConnectException:
             time.sleep(0.05)
+            continue
+        narrow_pipes(before, ["OSL_PIPE_" + name, "OSL_PIPE_%d_%s" % (os.getuid(), name)])
+        return process, context
     process.kill()
     raise RuntimeError("soffice did not accept a connection in time")
 

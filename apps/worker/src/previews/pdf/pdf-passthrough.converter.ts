@@ -9,7 +9,10 @@ export class PdfPassthroughConverter implements PdfConverter {
   readonly name = 'pdf';
   readonly version = '1';
 
-  constructor(private readonly validator: PdfValidator) {}
+  constructor(
+    private readonly validator: PdfValidator,
+    readonly maxInputBytes: number,
+  ) {}
 
   accepts(input: { contentType: string; filename: string }): boolean {
     return previewTypeOf(input)?.kind === 'pdf';
