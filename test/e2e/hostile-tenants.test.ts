@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI, { toFile } from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { api, CLOSE, fileForm, MULTIPART_TYPE, partHead, upload, type ApiResponse } from '../support/api';
 import { db, dbNow, scratchDatabase } from '../support/db';
 import { KEYS, testPort } from '../support/env';
@@ -142,9 +142,9 @@ describe('nobody’s body is read before they are known; idle transfers are cut'
     const exchange = await RawExchange.open(
       port(),
       RawExchange.head('GET', `/v1/files/${file.id}/content`, auth('alice')),
+      { stallAfterHead: true },
     );
     expect(await exchange.status()).toBe(200);
-    exchange.stopReading();
     // The server gives up on the stalled connection after the idle limit; reading again then shows the
     // end of a body that was cut short.
     await new Promise((resolve) => setTimeout(resolve, 4_000));
@@ -177,10 +177,11 @@ describe('per-principal limits: one tenant at its limits does not slow another',
   const base = () => `http://127.0.0.1:${stack.port('gateway')}`;
   const held: RawExchange[] = [];
   beforeAll(() => stack.start(['storage', 'gateway']));
-  afterAll(async () => {
-    for (const exchange of held) exchange.destroy();
-    await stack.stop();
+  // Even when an assertion fails, the held connections go, so the next test finds Alice's slots free.
+  afterEach(() => {
+    for (const exchange of held.splice(0)) exchange.destroy();
   });
+  afterAll(() => stack.stop());
 
   it('publishes its limits at /v1/limits', async () => {
     const res = await api('GET', '/v1/limits', { who: 'anon', base: base() });
@@ -203,12 +204,13 @@ describe('per-principal limits: one tenant at its limits does not slow another',
 
     const downloads = await Promise.all(
       Array.from({ length: 160 }, () =>
-        RawExchange.open(stack.port('gateway'), RawExchange.head('GET', `/v1/files/${big.id}/content`, auth('alice'))),
+        RawExchange.open(stack.port('gateway'), RawExchange.head('GET', `/v1/files/${big.id}/content`, auth('alice')), {
+          stallAfterHead: true,
+        }),
       ),
     );
     held.push(...downloads);
     const statuses = await Promise.all(downloads.map((exchange) => exchange.status()));
-    for (const exchange of downloads) exchange.stopReading();
     const uploads = await Promise.all(
       Array.from({ length: 50 }, () =>
         RawExchange.open(
@@ -242,7 +244,6 @@ describe('per-principal limits: one tenant at its limits does not slow another',
       ]),
     );
     console.info(`B's latencies (median of 5), idle vs. A at its limits: ${JSON.stringify(figures)}`);
-    for (const exchange of held.splice(0)) exchange.destroy();
   });
 
   it('the openai SDK waits out a 429 and retries by itself', async () => {

@@ -10,8 +10,20 @@ export class RawExchange {
   private readonly closed: Promise<void>;
   closedAt: number | null = null;
 
-  private constructor(readonly socket: Socket) {
-    socket.on('data', (chunk: Buffer) => (this.received = Buffer.concat([this.received, chunk])));
+  private constructor(
+    readonly socket: Socket,
+    stallAfterHead: boolean,
+  ) {
+    let stallPending = stallAfterHead;
+    socket.on('data', (chunk: Buffer) => {
+      this.received = Buffer.concat([this.received, chunk]);
+      // Pausing here, in the same tick the head arrived, is what keeps a fast server from sending the
+      // whole body before the test gets round to stalling. Once only: resumeReading() reads on.
+      if (stallPending && this.received.includes('\r\n\r\n')) {
+        stallPending = false;
+        socket.pause();
+      }
+    });
     this.closed = new Promise((resolve) => {
       const done = () => {
         this.closedAt ??= Date.now();
@@ -22,10 +34,11 @@ export class RawExchange {
     });
   }
 
-  static open(port: number, head: string): Promise<RawExchange> {
+  /** `stallAfterHead`: stop reading as soon as the response head has arrived (a reader that stalls). */
+  static open(port: number, head: string, options: { stallAfterHead?: boolean } = {}): Promise<RawExchange> {
     return new Promise((resolve, reject) => {
       const socket = connect(port, '127.0.0.1', () => {
-        const exchange = new RawExchange(socket);
+        const exchange = new RawExchange(socket, options.stallAfterHead ?? false);
         socket.write(head);
         resolve(exchange);
       });
@@ -43,11 +56,6 @@ export class RawExchange {
   write(data: Buffer | string): boolean {
     if (this.socket.destroyed) return false;
     return this.socket.write(data);
-  }
-
-  /** Stops reading what the server sends (as a stalled client would). */
-  stopReading(): void {
-    this.socket.pause();
   }
 
   /** Reads again: what the kernel still held arrives, then whatever end the server gave the connection. */
