@@ -10,6 +10,8 @@
 #   harness.sh wait-exit SERVICE [N] [S]    wait up to S seconds (default 90) for it to stop; prints its exit status
 #   harness.sh start SERVICE [N]            start a stopped container again and wait until it is healthy
 #   harness.sh scale SERVICE COUNT          run COUNT containers of SERVICE (new ones wait to be healthy)
+#   harness.sh recreate SERVICE [VAR=VALUE…]   one container of SERVICE, made anew with these variables in
+#                                           compose's environment (e.g. WORKER_SHUTDOWN_GRACE_MS=500), healthy
 #   harness.sh wait-healthy SERVICE [N]     wait up to 120 s
 #   harness.sh running SERVICE              how many containers of SERVICE are running
 #   harness.sh sql 'SELECT …'               psql in the postgres container; rows as tab-separated lines
@@ -57,6 +59,17 @@ case "$cmd" in
     mapfile -t ids < <(containers_of "$1")
     wait_healthy 120 "${ids[@]}" || die "not every container of $1 is healthy"
     ;;
+  recreate)
+    [[ $# -ge 1 ]] || die "usage: harness.sh recreate SERVICE [VAR=VALUE…]"
+    service="$1"
+    shift
+    (
+      for assignment in "$@"; do export "${assignment?}"; done
+      compose up -d --no-deps --force-recreate --no-build --scale "$service=1" "$service" >/dev/null 2>&1 ||
+        compose up -d --no-deps --force-recreate --no-build --scale "$service=1" "$service"
+    ) || die "recreating $service failed"
+    wait_healthy 120 "$(container_of "$service")" || die "$service is not healthy after being recreated"
+    ;;
   running)
     n=0
     for c in $(containers_of "$1"); do [[ "$("$DOCKER" inspect -f '{{.State.Running}}' "$c")" == true ]] && n=$((n + 1)); done
@@ -84,5 +97,5 @@ case "$cmd" in
     ;;
   logs) "$DOCKER" logs "$(container_of "$1" "${2:-1}")" 2>&1 ;;
   compose) compose "$@" ;;
-  *) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; [[ -z "$cmd" || "$cmd" == help ]] || exit 2 ;;
+  *) sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; [[ -z "$cmd" || "$cmd" == help ]] || exit 2 ;;
 esac

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '@app/contracts';
 import { api, containerUpload, newSession, type ApiResponse, type Who } from '../support/api';
 import { db } from '../support/db';
-import { E2E_BASE_URL, testPort } from '../support/env';
+import { E2E_BASE_URL, ownQueues, testPort } from '../support/env';
 import { pollUntil } from '../support/poll';
 import { objectExists } from '../support/s3';
 import { Stack } from '../support/stack';
@@ -276,11 +276,11 @@ describe('session archives that outlast the wait', () => {
 });
 
 describe('session archives whose build keeps failing', () => {
-  // Its own Redis db, so only this stack's worker (whose archives may hold 2,000 bytes) takes the job.
+  // Queues of its own, so only this stack's worker (whose archives may hold 2,000 bytes) takes the job.
   const stack = new Stack(testPort(18980), {
     ARCHIVE_WAIT_MS: '0',
     ARCHIVE_MAX_BYTES: '2000',
-    REDIS_URL: 'redis://127.0.0.1:6379/12',
+    ...ownQueues('failing-archives'),
   });
   beforeAll(() => stack.start());
   afterAll(() => stack.stop());

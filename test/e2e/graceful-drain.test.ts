@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, CLOSE, MULTIPART_TYPE, partHead } from '../support/api';
+import { api } from '../support/api';
 import { db, dbNow } from '../support/db';
-import { KEYS, testPort } from '../support/env';
+import { KEYS, ownQueues, testPort } from '../support/env';
 import { pollUntil } from '../support/poll';
-import { RawExchange } from '../support/raw-http';
-import { objectKeys, unfinishedUploads } from '../support/s3';
+import { unfinishedUploads } from '../support/s3';
+import { slowUpload } from '../support/slow-upload';
 import { Stack } from '../support/stack';
 
 /**
@@ -14,42 +14,8 @@ import { Stack } from '../support/stack';
  * that cannot finish in time goes back to the queue, and another worker finishes it.
  */
 const MiB = 1024 * 1024;
-// Its own Redis database: only this file's workers take its jobs.
-const redis = `redis://127.0.0.1:6379/${10 + Number(process.env.UHP_TEST_SLOT ?? 0)}`;
-
-/** Streams a multipart upload of `bytes` over `seconds` through a raw socket; resolves with the status. */
-async function slowUpload(
-  port: number,
-  bytes: number,
-  seconds: number,
-): Promise<{ exchange: RawExchange; done: Promise<number | null> }> {
-  const head = RawExchange.head('POST', '/v1/files', {
-    authorization: `Bearer ${KEYS.alice}`,
-    'content-type': MULTIPART_TYPE,
-    'transfer-encoding': 'chunked',
-  });
-  const exchange = await RawExchange.open(port, head);
-  const chunk = (data: Buffer | string) =>
-    exchange.write(
-      Buffer.concat([
-        Buffer.from(`${Buffer.byteLength(data).toString(16)}\r\n`),
-        Buffer.from(data),
-        Buffer.from('\r\n'),
-      ]),
-    );
-  const done = (async () => {
-    chunk(partHead('file', 'draining.bin'));
-    const steps = 16;
-    for (let i = 0; i < steps; i++) {
-      if (!chunk(randomBytes(bytes / steps)) && exchange.socket.destroyed) break;
-      await new Promise((resolve) => setTimeout(resolve, (seconds * 1000) / steps));
-    }
-    chunk(CLOSE);
-    exchange.write('0\r\n\r\n');
-    return exchange.status(15_000);
-  })();
-  return { exchange, done };
-}
+// Queues of its own: only this file's workers take its jobs.
+const queues = ownQueues('graceful-drain');
 
 async function leftObjects(since: Date): Promise<number> {
   const { rows } = await db.query(
@@ -66,13 +32,13 @@ async function leftObjects(since: Date): Promise<number> {
 describe('SIGTERM to the gateway during an upload', () => {
   it('within the grace period: the upload completes, then the gateway exits 0', async () => {
     const stack = new Stack(testPort(19780), {
-      REDIS_URL: redis,
+      ...queues,
       SHUTDOWN_GRACE_MS: '15000',
       UHP_MAX_FILE_BYTES: String(16 * MiB),
     });
     await stack.start(['storage', 'gateway']);
     try {
-      const upload = await slowUpload(stack.port('gateway'), 8 * MiB, 3);
+      const upload = await slowUpload({ port: stack.port('gateway'), key: KEYS.alice, bytes: 8 * MiB, seconds: 3 });
       await new Promise((resolve) => setTimeout(resolve, 800));
       const exit = stack.terminate('gateway');
       // No new connection is taken once it drains.
@@ -89,13 +55,13 @@ describe('SIGTERM to the gateway during an upload', () => {
   it('past the grace period: the upload is cut and leaves nothing behind', async () => {
     const since = await dbNow();
     const stack = new Stack(testPort(19780), {
-      REDIS_URL: redis,
+      ...queues,
       SHUTDOWN_GRACE_MS: '1000',
       UHP_MAX_FILE_BYTES: String(16 * MiB),
     });
     await stack.start(['storage', 'gateway']);
     try {
-      const upload = await slowUpload(stack.port('gateway'), 8 * MiB, 6);
+      const upload = await slowUpload({ port: stack.port('gateway'), key: KEYS.alice, bytes: 8 * MiB, seconds: 6 });
       await new Promise((resolve) => setTimeout(resolve, 800));
       expect(await stack.terminate('gateway')).toBe(0);
       expect(await upload.done).not.toBe(200);
@@ -113,7 +79,7 @@ describe('SIGTERM to the gateway during an upload', () => {
 
 describe('SIGTERM to a worker during an archive build and a conversion', () => {
   const first = new Stack(testPort(19880), {
-    REDIS_URL: redis,
+    ...queues,
     SHUTDOWN_GRACE_MS: '500',
     ARCHIVE_WAIT_MS: '0',
     PREVIEW_TIMEOUT_MS: '1000',
@@ -123,7 +89,7 @@ describe('SIGTERM to a worker during an archive build and a conversion', () => {
   });
   // A second worker on the same queues, started once the first has taken the job.
   const second = new Stack(testPort(19980), {
-    REDIS_URL: redis,
+    ...queues,
     STORAGE_URL: `http://127.0.0.1:${testPort(19880) + 1}`,
     SHUTDOWN_GRACE_MS: '500',
   });
@@ -193,6 +159,5 @@ describe('SIGTERM to a worker during an archive build and a conversion', () => {
       [file.id],
     );
     expect(Number(rows[0].n)).toBe(0);
-    void objectKeys;
   });
 });

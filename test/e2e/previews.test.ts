@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, containerUpload, newSession } from '../support/api';
 import { db } from '../support/db';
-import { E2E_PORT_BASE, TEST_DATABASE_URL, testPort } from '../support/env';
+import { E2E_PORT_BASE, ownQueues, TEST_DATABASE_URL, testPort } from '../support/env';
 import { pollUntil } from '../support/poll';
 import { docx, paragraph, pdfText } from '../support/preview-fixtures';
 import { objectExists } from '../support/s3';
@@ -258,9 +258,9 @@ describe('previews on, but no worker has recorded a converter', () => {
 });
 
 describe('fair queues: one principal’s backlog does not hold up another’s first preview', () => {
-  // Its own Redis database, so only its own worker, converting one document at a time, takes its jobs.
+  // Queues of its own, so only its own worker, converting one document at a time, takes its jobs.
   const stack = new Stack(testPort(19680), {
-    REDIS_URL: `redis://127.0.0.1:6379/${9 + Number(process.env.UHP_TEST_SLOT ?? 0)}`,
+    ...ownQueues('fair-previews'),
     PREVIEW_CONCURRENCY: '1',
     PREVIEW_TIMEOUT_MS: '1000',
   });

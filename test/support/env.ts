@@ -9,6 +9,11 @@ export const testPort = (port: number) => port + PORT_SHIFT;
 export const TEST_DATABASE_URL =
   process.env.UHP_TEST_DATABASE_URL ?? `postgresql://postgres@127.0.0.1:5432/uhp_test${SLOT ? `_${SLOT}` : ''}`;
 export const TEST_REDIS_URL = process.env.UHP_TEST_REDIS_URL ?? `redis://127.0.0.1:6379/${3 + 5 * SLOT}`;
+/**
+ * A queue namespace of its own (REDIS_KEY_PREFIX) in the slot's Redis database, for a test whose
+ * stack must be the only one taking its jobs (e.g. workers with odd limits, or one that is stopped).
+ */
+export const ownQueues = (lane: string) => ({ REDIS_URL: TEST_REDIS_URL, REDIS_KEY_PREFIX: `test-${lane}` });
 export const TEST_BUCKET = process.env.UHP_TEST_BUCKET ?? `uhp-test${SLOT ? `-${SLOT}` : ''}`;
 export const TEST_STORAGE_TOKEN = 'test-storage-token-0123456789';
 export const TEST_MAX_FILE_BYTES = 4 * 1024 * 1024;

@@ -63,6 +63,14 @@ export async function scale(service: Service, count: number): Promise<void> {
   await harness('scale', service, String(count));
 }
 
+/**
+ * One container of a service, made anew with `vars` in compose's environment (the variables
+ * docker-compose.yml interpolates, e.g. WORKER_SHUTDOWN_GRACE_MS); without vars, back to its defaults.
+ */
+export async function recreate(service: Service, vars: Record<string, string> = {}): Promise<void> {
+  await harness('recreate', service, ...Object.entries(vars).map(([name, value]) => `${name}=${value}`));
+}
+
 /** How many containers of a service are running. */
 export async function running(service: Service): Promise<number> {
   return Number((await harness('running', service)).trim());

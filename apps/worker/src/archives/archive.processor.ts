@@ -39,7 +39,7 @@ export class ArchiveProcessor extends WorkerHost implements OnApplicationBootstr
 
   onApplicationBootstrap(): void {
     this.worker.concurrency = this.config.ARCHIVE_CONCURRENCY;
-    this.shutdown.onDrain(QUEUE.archive, (grace) => this.active.drain(this.worker, grace));
+    this.shutdown.onDrain(QUEUE.archive, (grace) => this.active.drain(this.worker, grace, this.logger));
   }
 
   process(job: Job, token?: string): Promise<unknown> {

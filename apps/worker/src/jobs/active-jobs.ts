@@ -1,5 +1,6 @@
 import { type Job, WaitingError, type Worker } from 'bullmq';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { AppLogger } from '@app/common';
 
 /** How long jobs aborted at the end of the grace period get to wind down before the worker closes. */
 const WIND_DOWN_MS = 5_000;
@@ -34,11 +35,15 @@ export class ActiveJobs {
     return this.running.size;
   }
 
-  async drain(worker: Worker, grace: AbortSignal): Promise<void> {
+  async drain(worker: Worker, grace: AbortSignal, logger: AppLogger): Promise<void> {
     await worker.pause(true);
     while (this.running.size > 0 && !grace.aborted) await sleep(50);
     if (this.running.size > 0) {
       this.handingBack = true;
+      logger.warn(
+        { queue: worker.name, jobs: [...this.running.keys()].map((job) => ({ id: job.id, name: job.name })) },
+        'grace period over: handing the jobs in flight back to the queue',
+      );
       for (const abort of this.running.values()) abort.abort(new Error('the worker is stopping'));
       const deadline = Date.now() + WIND_DOWN_MS;
       while (this.running.size > 0 && Date.now() < deadline) await sleep(50);

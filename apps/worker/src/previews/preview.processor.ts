@@ -62,7 +62,7 @@ export class PreviewProcessor extends WorkerHost implements OnApplicationBootstr
     // A worker with previews off leaves the queue to workers that have them.
     if (!this.config.PREVIEW_ENABLED) return;
     this.worker.concurrency = this.config.PREVIEW_CONCURRENCY;
-    this.shutdown.onDrain(QUEUE.preview, (grace) => this.active.drain(this.worker, grace));
+    this.shutdown.onDrain(QUEUE.preview, (grace) => this.active.drain(this.worker, grace, this.logger));
     void this.worker.run();
   }
 

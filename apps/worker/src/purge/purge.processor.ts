@@ -47,7 +47,7 @@ export class PurgeProcessor extends WorkerHost implements OnApplicationBootstrap
 
   async onApplicationBootstrap(): Promise<void> {
     this.worker.concurrency = this.config.PURGE_CONCURRENCY;
-    this.shutdown.onDrain(QUEUE.purge, (grace) => this.active.drain(this.worker, grace));
+    this.shutdown.onDrain(QUEUE.purge, (grace) => this.active.drain(this.worker, grace, this.logger));
     // One scheduler in Redis, however many workers register it: the sweep runs once per interval.
     await this.jobs.schedule(JOB.sweep, this.config.SWEEP_INTERVAL_MS, {});
   }
