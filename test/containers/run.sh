@@ -81,9 +81,11 @@ finish() {
 trap finish EXIT
 trap 'exit 130' INT TERM
 
-# One run at a time on this machine: the project name and the gateway's port are fixed.
-exec 8>"$CT_DATA/.lock"
-flock -w 600 8 || die "another test:containers run holds $CT_DATA/.lock"
+# One run at a time on this machine, whichever checkout it comes from: the compose project name,
+# the gateway's port and the Docker engine are shared, so the lock lives outside the checkout.
+CT_LOCK="${UHP_CONTAINERS_LOCK:-/tmp/uhp-files-containers.lock}"
+exec 8>"$CT_LOCK"
+flock -w 1200 8 || die "another test:containers run holds $CT_LOCK"
 
 # ------------------------------------------------------------------------------------- engine ---
 phase engine
