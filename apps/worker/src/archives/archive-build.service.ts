@@ -76,6 +76,12 @@ export class ArchiveBuildService {
     const outcome = await this.uow.run(
       async (work): Promise<BuildOutcome> => {
         if (!(await work.sessions.lockLive(archive.principalId, archive.sessionId, 'exclusive'))) return 'session-gone';
+        // The watcher looks once a second: a change after its last look is caught here, under the session's
+        // lock, so a ZIP is never kept for a session that moved on while it was being finished.
+        if ((await work.containerFiles.sessionVersion(archive.principalId, archive.sessionId)) !== version) {
+          await work.archives.removeUnbuilt(archive.principalId, archive.id);
+          return 'superseded';
+        }
         const completed = await work.archives.completeBuild(archive.principalId, archive.id, built.zip.id, progress);
         if (completed.outcome !== 'ready') return completed.outcome;
         await work.adopt(built.zip);
