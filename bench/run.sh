@@ -5,6 +5,8 @@
 #   bash bench/run.sh                 # 100MiB and 1GiB (default), writes docs/benchmarks.md
 #   BENCH_SIZES=16MiB bash bench/run.sh   # quick run; docs/benchmarks.md is left alone
 #   bash bench/run.sh preview         # the preview benchmark (bench/preview.bench.mjs)
+#   bash bench/run.sh memory          # RSS of gateway and storage under 100 uploads / 500 downloads at once
+#   bash bench/run.sh listing         # a session listing of 100,000 artifacts vs pg reading the same rows
 # Idempotent: makes sure Postgres, Redis and S3 run (infra/local/up.sh when something is down), creates and
 # migrates the database uhp_bench, builds, then runs bench/transfer.bench.mjs, which starts the three
 # services on ports 19080-19082 itself and stops them at the end. BENCH_SKIP_BUILD=1 skips `npm run build`.
@@ -63,6 +65,14 @@ if [[ "${1:-}" == preview ]]; then
   shift
   bash infra/local/preview-tools.sh >/dev/null
   exec node bench/preview.bench.mjs "$@"
+fi
+if [[ "${1:-}" == listing ]]; then
+  shift
+  exec node bench/listing.bench.mjs "$@"
+fi
+if [[ "${1:-}" == memory ]]; then
+  shift
+  exec node bench/memory.bench.mjs "$@"
 fi
 if [[ "${1:-}" == archive ]]; then
   shift

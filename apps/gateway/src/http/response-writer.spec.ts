@@ -34,9 +34,11 @@ describe('ResponseWriter.jsonStream', () => {
     let closed = false;
     async function* items() {
       try {
+        // Each item fills a write of its own (items are gathered into 64 KiB writes).
+        const padding = 'x'.repeat(70 * 1024);
         for (let i = 0; i < 100_000; i++) {
           pulled++;
-          yield { i };
+          yield { i, padding };
         }
       } finally {
         closed = true;

@@ -39,6 +39,8 @@ export interface JsonStream<T> {
   tail: string;
 }
 
+const JSON_CHUNK_CHARS = 64 * 1024;
+
 /** Writes what services return onto the response: downloads with every header of the contract, and streamed JSON. */
 @Injectable()
 export class ResponseWriter {
@@ -114,14 +116,19 @@ export class ResponseWriter {
       if (!res.write(text)) await drainedOrClosed(res);
     };
     try {
-      await write(stream.head);
+      // Items are gathered into chunks of about 64 KiB: one write per item costs more than serialising it.
+      let chunk = stream.head;
       let first = true;
       for await (const item of stream.items) {
         if (res.destroyed) return;
-        await write(`${first ? '' : ','}${JSON.stringify(item)}`);
+        chunk += `${first ? '' : ','}${JSON.stringify(item)}`;
         first = false;
+        if (chunk.length >= JSON_CHUNK_CHARS) {
+          await write(chunk);
+          chunk = '';
+        }
       }
-      res.end(stream.tail);
+      res.end(chunk + stream.tail);
     } catch (error) {
       this.logger.error({ err: error }, 'streamed JSON failed mid-stream');
       res.destroy();

@@ -128,12 +128,16 @@ export class ContainerFileRepository {
     afterSeq: bigint | undefined,
     limit: number,
   ): Promise<Page<ContainerFileListing>> {
-    const rows = await this.db.containerFile.findMany({
-      where: { principalId, sessionId, ...LISTED, ...(afterSeq === undefined ? {} : { seq: { gt: afterSeq } }) },
-      orderBy: { seq: 'asc' },
-      take: limit + 1,
-      select: LIST_SELECT,
-    });
+    // Plain SQL on the (session_id, seq) index: at 100,000 rows the query builder's per-row work showed.
+    const rows = await this.db.$queryRaw<ContainerFileListing[]>(Prisma.sql`
+      SELECT id, seq, session_id AS "sessionId", container_id AS "containerId", object_id::text AS "objectId",
+             filename, bytes, content_type AS "contentType", sha256, source::text AS source,
+             response_id AS "responseId", created_at AS "createdAt"
+        FROM container_files
+       WHERE session_id = ${sessionId} AND principal_id = ${principalId}::uuid AND deleted_at IS NULL
+         AND seq > ${afterSeq ?? -1n}
+       ORDER BY seq
+       LIMIT ${limit + 1}`);
     return toPage(rows, limit);
   }
 
