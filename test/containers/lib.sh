@@ -34,6 +34,14 @@ CT_BASE_URL="http://127.0.0.1:$CT_PORT"
 CT_DATA="$ROOT/.data/containers"
 APP_IMAGES=(gateway storage worker migrate)
 
+# Compose lets the caller's environment win over --env-file: a variable the compose files read, left
+# exported by whoever runs the tier (.ci/run exports UHP_PUBLIC_BASE_URL, STORAGE_TOKEN… for its own
+# stack), would change the stack under test. Only test.env, and what a test passes on purpose
+# (harness.sh recreate SERVICE VAR=VALUE), may set them.
+while read -r variable; do unset "$variable"; done < <(
+  grep -ohE '\$\{[A-Z_][A-Z0-9_]*' "$ROOT/docker-compose.yml" "$CT_DIR/compose.standins.yml" | cut -c3- | sort -u
+)
+
 compose_cmd() { # the Compose v2 plugin when there is one, else docker-compose (1.29 from Debian)
   if "$DOCKER" compose version >/dev/null 2>&1; then echo "$DOCKER compose"
   elif command -v docker-compose >/dev/null 2>&1; then echo docker-compose
