@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `npm test`: every test. Installs what is missing, starts Postgres, Redis and the local S3 server,
 # creates and migrates the test database, builds the three services, then runs lint and the unit,
-# chart (the Helm chart under a real helm), integration and end-to-end tiers in turn (each tier is a vitest project; see vitest.config.ts)
-# and ends with one summary line over all of them.
+# chart (the Helm chart under a real helm), integration and end-to-end tiers in turn (each tier is a
+# vitest project; see vitest.config.ts) and ends with one summary line over all of them.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
