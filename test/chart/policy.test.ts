@@ -198,7 +198,8 @@ describe('the preview pool under RuntimeDefault', () => {
     const preview = named<Workload>(objects, 'Deployment', 'uhp-uhp-files-worker-preview');
     const env = resolveEnv(preview.spec.template.spec.containers[0]!, objects);
     expect(plainValue(env, 'PREVIEW_ISOLATE_NETWORK')).toBe('true');
-    expect(plainValue(env, 'PREVIEW_WORK_DIR')).toBe('/tmp/uhp-previews');
+    // Beneath the emptyDir's root (owned by root): the worker creates and chmods its work dir itself.
+    expect(plainValue(env, 'PREVIEW_WORK_DIR')).toBe('/tmp/uhp-previews/work');
     const mount = preview.spec.template.spec.containers[0]!.volumeMounts!.find(
       (m) => m.mountPath === '/tmp/uhp-previews',
     );

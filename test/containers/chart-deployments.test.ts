@@ -84,14 +84,15 @@ function createArgs(
   if (security.allowPrivilegeEscalation === false) args.push('--security-opt', 'no-new-privileges:true');
   // seccompProfile RuntimeDefault: docker's default profile, which containerd's RuntimeDefault derives from.
   expect(security.seccompProfile).toEqual({ type: 'RuntimeDefault' });
-  // emptyDirs: tmpfs of the same size, exec like an emptyDir, owned by the pod's fsGroup.
+  // emptyDirs: tmpfs of the same size, exec like an emptyDir, its root owned by root and, setgid, by the pod's
+  // fsGroup (what the kubelet makes of an emptyDir with fsGroup).
   const mounts = [...(container.volumeMounts ?? [])].sort((x, y) => x.mountPath.length - y.mountPath.length);
   for (const mount of mounts) {
     const volume = pod.volumes?.find((v) => v.name === mount.name);
     if (!volume?.emptyDir) throw new Error(`${workload.metadata.name}: volume ${mount.name} is not an emptyDir`);
     const size = volume.emptyDir.sizeLimit ? `,size=${bytes(volume.emptyDir.sizeLimit)}` : '';
     const group = pod.securityContext?.fsGroup ?? 0;
-    args.push('--tmpfs', `${mount.mountPath}:rw,exec,nosuid,nodev,mode=1777,uid=0,gid=${group}${size}`);
+    args.push('--tmpfs', `${mount.mountPath}:rw,exec,nosuid,nodev,mode=2777,uid=0,gid=${group}${size}`);
   }
   const limits = container.resources?.limits ?? {};
   if (limits.memory) args.push('--memory', String(bytes(limits.memory)));
