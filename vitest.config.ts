@@ -1,8 +1,9 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * Three tiers: unit specs beside the code (no I/O), integration tests against the real Postgres, Redis
- * and S3 server, end-to-end tests against the three services started as processes.
+ * Four tiers: unit specs beside the code (no I/O), the Helm chart rendered by a real helm (test/chart),
+ * integration tests against the real Postgres, Redis and S3 server, end-to-end tests against the three
+ * services started as processes.
  */
 export default defineConfig({
   resolve: { tsconfigPaths: true },
@@ -11,6 +12,11 @@ export default defineConfig({
       {
         extends: true,
         test: { name: 'unit', include: ['apps/**/*.spec.ts', 'libs/**/*.spec.ts', 'test/lint/**/*.spec.ts'] },
+      },
+      {
+        extends: true,
+        // The Helm chart (k8s/charts/uhp-files) rendered by a real helm; no cluster, no services.
+        test: { name: 'chart', include: ['test/chart/**/*.test.ts'], testTimeout: 60_000 },
       },
       {
         extends: true,

@@ -16,6 +16,10 @@ STORAGE_PORT="${STORAGE_PORT:-8081}"
 WORKER_PORT="${WORKER_PORT:-8082}"
 export PORT STORAGE_PORT WORKER_PORT
 export STORAGE_URL="${STORAGE_URL:-http://127.0.0.1:$STORAGE_PORT}"
+# The local S3 server's keys (infra/local/s3.sh creates that user). The storage service has no default
+# keys of its own: without them it would use the AWS SDK's default credential chain.
+export S3_ACCESS_KEY_ID="${S3_ACCESS_KEY_ID:-uhp-dev-access}"
+export S3_SECRET_ACCESS_KEY="${S3_SECRET_ACCESS_KEY:-uhp-dev-secret-key-0123456789}"
 
 declare -A PORT_OF=([storage]="$STORAGE_PORT" [gateway]="$PORT" [worker]="$WORKER_PORT")
 ORDER=(storage gateway worker)

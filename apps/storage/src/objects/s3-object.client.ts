@@ -10,7 +10,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { Agent } from 'node:http';
 import type { Readable } from 'node:stream';
-import type { StorageConfig } from '@app/common';
+import { staticS3CredentialsOf, type StorageConfig } from '@app/common';
 import { uploadStream } from './multipart-upload';
 import { PartBufferPool } from './part-buffer-pool';
 
@@ -37,7 +37,8 @@ export class S3ObjectClient {
       endpoint: config.S3_ENDPOINT,
       region: config.S3_REGION,
       forcePathStyle: config.S3_FORCE_PATH_STYLE,
-      credentials: { accessKeyId: config.S3_ACCESS_KEY_ID, secretAccessKey: config.S3_SECRET_ACCESS_KEY },
+      // Absent: the SDK's default chain (IRSA, Workload Identity, instance roles).
+      credentials: staticS3CredentialsOf(config),
       // Checksums on every part would cost a second pass over each byte; we hash once ourselves.
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',

@@ -63,6 +63,11 @@ const database = {
 };
 const redis = {
   REDIS_URL: url('redis://127.0.0.1:6379'),
+  /**
+   * secret: Redis's password when REDIS_URL carries none (a URL's own password wins). Kept apart so the
+   * URL can live in plain configuration and the password in a secret (Kubernetes: the chart's Secret).
+   */
+  REDIS_PASSWORD: z.string().min(1).optional(),
   /** The prefix of every queue key in Redis: two installations sharing one Redis need different ones. */
   REDIS_KEY_PREFIX: z
     .string()
@@ -128,7 +133,7 @@ export const gatewayConfigSchema = z.object({
   UHP_API_METRICS: boolean(true),
 });
 
-export const storageConfigSchema = z.object({
+const storageSettings = z.object({
   ...http,
   ...storageClient,
   LOG_LEVEL: logLevel,
@@ -140,10 +145,14 @@ export const storageConfigSchema = z.object({
     .string()
     .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be an S3 bucket name')
     .default('uhp-files'),
+  /**
+   * secret: static S3 keys, both or neither. Neither: the AWS SDK's default credential chain (environment,
+   * web identity such as EKS IRSA, ECS/EC2 instance roles, ~/.aws), so a pod can get its access from its
+   * service account. `npm start` and the test stacks pass the local server's keys explicitly.
+   */
+  S3_ACCESS_KEY_ID: z.string().min(1).optional(),
   /** secret */
-  S3_ACCESS_KEY_ID: secret('uhp-dev-access'),
-  /** secret */
-  S3_SECRET_ACCESS_KEY: secret('uhp-dev-secret-key-0123456789'),
+  S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
   S3_FORCE_PATH_STYLE: boolean(true),
   /** Largest object the storage service accepts; part sizes are chosen so it fits in 10,000 parts. */
   UHP_MAX_FILE_BYTES: integer(5 * GiB, 1),
@@ -164,6 +173,21 @@ export const storageConfigSchema = z.object({
   STORAGE_ABANDONED_UPLOAD_SECONDS: integer(6 * 3600, 1),
   STORAGE_SWEEP_INTERVAL_MS: integer(10 * 60_000, 0),
 });
+
+export const storageConfigSchema = storageSettings.superRefine((config, context) => {
+  if ((config.S3_ACCESS_KEY_ID === undefined) !== (config.S3_SECRET_ACCESS_KEY === undefined))
+    context.addIssue({
+      code: 'custom',
+      path: [config.S3_ACCESS_KEY_ID === undefined ? 'S3_ACCESS_KEY_ID' : 'S3_SECRET_ACCESS_KEY'],
+      message: 'set both S3 keys, or neither (then the AWS SDK default credential chain is used)',
+    });
+});
+
+/** The static S3 keys when both are set; undefined leaves the AWS SDK to its default credential chain. */
+export const staticS3CredentialsOf = (config: { S3_ACCESS_KEY_ID?: string; S3_SECRET_ACCESS_KEY?: string }) =>
+  config.S3_ACCESS_KEY_ID !== undefined && config.S3_SECRET_ACCESS_KEY !== undefined
+    ? { accessKeyId: config.S3_ACCESS_KEY_ID, secretAccessKey: config.S3_SECRET_ACCESS_KEY }
+    : undefined;
 
 export const workerConfigSchema = z.object({
   ...http,

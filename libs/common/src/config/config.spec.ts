@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { gatewayConfigSchema, storageConfigSchema } from './config.schema';
+import { gatewayConfigSchema, staticS3CredentialsOf, storageConfigSchema, workerConfigSchema } from './config.schema';
 import { ConfigError, loadConfig } from './load-config';
 
 describe('loadConfig', () => {
@@ -38,5 +38,43 @@ describe('loadConfig', () => {
   it('parses booleans', () => {
     expect(loadConfig(gatewayConfigSchema, { PREVIEW_ENABLED: 'false' }).PREVIEW_ENABLED).toBe(false);
     expect(() => loadConfig(gatewayConfigSchema, { PREVIEW_ENABLED: 'maybe' })).toThrow(/PREVIEW_ENABLED/);
+  });
+});
+
+describe('S3 credentials', () => {
+  it('are optional: with neither key the AWS SDK default chain is used (IRSA, Workload Identity)', () => {
+    const config = loadConfig(storageConfigSchema, {});
+    expect(config.S3_ACCESS_KEY_ID).toBeUndefined();
+    expect(config.S3_SECRET_ACCESS_KEY).toBeUndefined();
+    expect(staticS3CredentialsOf(config)).toBeUndefined();
+  });
+
+  it('are used as given when both keys are set', () => {
+    const config = loadConfig(storageConfigSchema, { S3_ACCESS_KEY_ID: 'ak', S3_SECRET_ACCESS_KEY: 'sk-0123456789' });
+    expect(staticS3CredentialsOf(config)).toEqual({ accessKeyId: 'ak', secretAccessKey: 'sk-0123456789' });
+  });
+
+  it('refuse one key without the other, naming the missing one and hiding the given one', () => {
+    expect(() => loadConfig(storageConfigSchema, { S3_ACCESS_KEY_ID: 'ak' })).toThrow(
+      /S3_SECRET_ACCESS_KEY: set both S3 keys, or neither/,
+    );
+    let caught: unknown;
+    try {
+      loadConfig(storageConfigSchema, { S3_SECRET_ACCESS_KEY: 'sk-0123456789' });
+    } catch (error) {
+      caught = error;
+    }
+    expect((caught as ConfigError).problems).toEqual([
+      'S3_ACCESS_KEY_ID: set both S3 keys, or neither (then the AWS SDK default credential chain is used) (unset)',
+    ]);
+  });
+});
+
+describe('REDIS_PASSWORD', () => {
+  it('is optional and kept apart from REDIS_URL', () => {
+    expect(loadConfig(workerConfigSchema, {}).REDIS_PASSWORD).toBeUndefined();
+    const config = loadConfig(gatewayConfigSchema, { REDIS_URL: 'redis://redis:6379/2', REDIS_PASSWORD: 'pw' });
+    expect(config.REDIS_URL).toBe('redis://redis:6379/2');
+    expect(config.REDIS_PASSWORD).toBe('pw');
   });
 });

@@ -10,6 +10,7 @@ import { JobBus } from './job-bus';
 interface PlatformConfig {
   REDIS_URL: string;
   REDIS_KEY_PREFIX: string;
+  REDIS_PASSWORD?: string;
   STORAGE_URL: string;
   STORAGE_TOKEN: string;
 }
@@ -36,6 +37,8 @@ export class PlatformIoModule {
           prefix: config.REDIS_KEY_PREFIX,
           connection: {
             url: config.REDIS_URL,
+            // Used when the URL carries no password (ioredis lets the URL's own win).
+            ...(config.REDIS_PASSWORD ? { password: config.REDIS_PASSWORD } : {}),
             maxRetriesPerRequest: null,
             ...(options.failFastOnRedisDown ? { enableOfflineQueue: false } : {}),
           },

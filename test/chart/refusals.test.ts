@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { ciValues, renderFailure } from './support/helm';
+
+/**
+ * A bad install fails at `helm template` / `helm install`, before anything reaches the cluster, with a
+ * message that says what to change (templates/checks.yaml and values.schema.json).
+ */
+describe('the chart refuses to render', () => {
+  it('without a public base URL', async () => {
+    expect(await renderFailure({ values: 'minimal', set: { publicBaseUrl: '' } })).toMatch(
+      /publicBaseUrl is required: the gateway's public base URL/,
+    );
+    expect(await renderFailure({ values: 'minimal', set: { publicBaseUrl: 'files.example.com' } })).toMatch(
+      /publicBaseUrl must be an absolute http\(s\) URL/,
+    );
+  });
+
+  it('with the development storage token (or a short one)', async () => {
+    expect(await renderFailure({ values: 'minimal', set: { storageToken: 'uhp-dev-storage-token' } })).toMatch(
+      /storageToken is the development token \(uhp-dev-storage-token\)/,
+    );
+    expect(await renderFailure({ values: 'minimal', set: { storageToken: 'short' } })).toMatch(
+      /storageToken is shorter than 16 characters/,
+    );
+  });
+
+  it('with the storage service behind the Ingress', async () => {
+    const overrides = {
+      ingress: {
+        enabled: true,
+        hosts: [{ host: 'files.example.com', paths: [{ path: '/internal', backend: 'storage' }] }],
+      },
+    };
+    expect(await renderFailure({ values: 'minimal', overrides })).toMatch(
+      /ingress: files.example.com\/internal routes to the storage service; .* never put behind the Ingress/,
+    );
+  });
+
+  it('with KEDA and an HPA both on for one pool', async () => {
+    const production = ciValues('production') as { workers: { pools: Array<Record<string, unknown>> } };
+    const pools = production.workers.pools.map((pool) =>
+      pool.name === 'preview' ? { ...pool, hpa: { ...(pool.hpa as object), enabled: true } } : pool,
+    );
+    expect(await renderFailure({ values: 'production', overrides: { workers: { pools } } })).toMatch(
+      /workers.pools\[preview\]: keda.enabled and hpa.enabled are both true; a pool scales on its queue depth \(KEDA\) or on CPU \(HPA\), not both/,
+    );
+  });
+
+  it('with values the schema does not allow (an unknown queue, a misspelt key)', async () => {
+    expect(await renderFailure({ values: 'minimal', set: { 'redis.hots': 'x' } })).toMatch(
+      /additional properties 'hots' not allowed|hots/,
+    );
+    expect(await renderFailure({ values: 'minimal', set: { logLevel: 'loud' } })).toMatch(/logLevel/);
+  });
+
+  it('without S3 keys while static credentials are on', async () => {
+    expect(await renderFailure({ values: 'minimal', set: { 's3.accessKeyId': '' } })).toMatch(
+      /s3.accessKeyId and s3.secretAccessKey are required with s3.staticCredentials/,
+    );
+  });
+});
