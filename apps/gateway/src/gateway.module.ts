@@ -13,9 +13,18 @@ import { OpenApiModule } from './openapi/openapi.module';
 import { PreviewsModule } from './previews/previews.module';
 import { ResponsesModule } from './responses/responses.module';
 import { SessionsModule } from './sessions/sessions.module';
+import { ResumableUploadsModule } from './uploads/resumable-uploads.module';
 
 /** The routes whose body is JSON. */
-const JSON_BODY_ROUTES = ['v1/sessions', 'v1/containers', 'v1/containers/:cid/files', 'v1/responses'].map((path) => ({
+const JSON_BODY_ROUTES = [
+  'v1/sessions',
+  'v1/containers',
+  'v1/containers/:cid/files',
+  'v1/responses',
+  'v1/uploads',
+  'v1/uploads/:id/complete',
+  'v1/uploads/:id/cancel',
+].map((path) => ({
   path,
   method: RequestMethod.POST,
 }));
@@ -29,6 +38,7 @@ const JSON_BODY_ROUTES = ['v1/sessions', 'v1/containers', 'v1/containers/:cid/fi
     HttpModule,
     AuthModule,
     FilesModule,
+    ResumableUploadsModule,
     SessionsModule,
     ContainersModule,
     ResponsesModule,

@@ -40,6 +40,13 @@ export const ERROR_CODES = {
     type: 'invalid_request_error',
     when: 'An upload or inline file is over its limit (see `GET /v1/limits`); nothing is kept.',
   },
+  upload_conflict: {
+    status: 409,
+    type: 'invalid_request_error',
+    when:
+      'An upload is not pending (cancelled, expired), or another request is completing it now; ' +
+      '`GET /v1/uploads/{id}` says which.',
+  },
   request_too_large: { status: 413, type: 'invalid_request_error', when: 'A JSON body is over `max_request_bytes`.' },
   unsupported_media_type: {
     status: 415,

@@ -137,6 +137,109 @@ export const OPENAPI_DOCUMENT = {
       },
     },
     '/v1/files/{file_id}/content': download('Download a file', [idParam('file_id', 'file')]),
+    '/v1/uploads': {
+      post: {
+        summary: 'Start a resumable upload (OpenAI Uploads API)',
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                required: ['filename', 'purpose', 'bytes', 'mime_type'],
+                properties: {
+                  filename: { type: 'string' },
+                  purpose: { enum: ['assistants', 'batch', 'fine-tune', 'vision', 'user_data', 'evals'] },
+                  bytes: { type: 'integer', minimum: 0, description: 'At most max_upload_bytes (413 above).' },
+                  mime_type: { type: 'string' },
+                  expires_after: {
+                    type: 'object',
+                    required: ['anchor', 'seconds'],
+                    properties: {
+                      anchor: { const: 'created_at' },
+                      seconds: { type: 'integer', minimum: 3600, maximum: 2592000 },
+                    },
+                  },
+                },
+              },
+            },
+          },
+        },
+        responses: { '200': json(ref('Upload')), ...errors(400, 401, 413, 415) },
+      },
+    },
+    '/v1/uploads/{upload_id}': {
+      get: {
+        summary: 'Get an upload',
+        parameters: [idParam('upload_id', 'upload')],
+        responses: { '200': json(ref('Upload')), ...errors(401, 404) },
+      },
+    },
+    '/v1/uploads/{upload_id}/parts': {
+      post: {
+        summary: 'Add a part to an upload',
+        parameters: [idParam('upload_id', 'upload')],
+        requestBody: {
+          required: true,
+          content: {
+            'multipart/form-data': {
+              schema: {
+                type: 'object',
+                required: ['data'],
+                properties: {
+                  data: { type: 'string', format: 'binary', description: 'At most 64 MiB, streamed to storage.' },
+                },
+              },
+            },
+          },
+        },
+        responses: { '200': json(ref('UploadPart')), ...errors(400, 401, 404, 409, 413, 415, 429) },
+      },
+      get: {
+        summary: 'List the parts an upload received',
+        parameters: [idParam('upload_id', 'upload')],
+        responses: {
+          '200': json({
+            type: 'object',
+            properties: {
+              object: { const: 'list' },
+              data: { type: 'array', items: ref('UploadPart') },
+              has_more: { const: false },
+            },
+          }),
+          ...errors(401, 404),
+        },
+      },
+    },
+    '/v1/uploads/{upload_id}/complete': {
+      post: {
+        summary: 'Complete an upload: its named parts become a file',
+        parameters: [idParam('upload_id', 'upload')],
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                required: ['part_ids'],
+                properties: {
+                  part_ids: { type: 'array', items: { type: 'string' }, minItems: 1 },
+                  md5: { type: 'string', pattern: '^[0-9a-fA-F]{32}$' },
+                },
+              },
+            },
+          },
+        },
+        responses: { '200': json(ref('Upload')), ...errors(400, 401, 404, 409) },
+      },
+    },
+    '/v1/uploads/{upload_id}/cancel': {
+      post: {
+        summary: 'Cancel an upload',
+        parameters: [idParam('upload_id', 'upload')],
+        responses: { '200': json(ref('Upload')), ...errors(401, 404, 409) },
+      },
+    },
     '/v1/sessions': {
       post: {
         summary: 'Create a session (with its container)',
@@ -397,6 +500,8 @@ export const OPENAPI_DOCUMENT = {
           max_file_bytes: { type: 'integer' },
           max_inline_file_bytes: { type: 'integer' },
           max_request_bytes: { type: 'integer' },
+          max_upload_bytes: { type: 'integer' },
+          max_upload_part_bytes: { type: 'integer' },
           preview: {
             type: 'object',
             properties: {
@@ -421,6 +526,32 @@ export const OPENAPI_DOCUMENT = {
           content_type: { type: 'string' },
           sha256: { type: 'string' },
           status: { const: 'processed' },
+        },
+      },
+      Upload: {
+        type: 'object',
+        properties: {
+          id: { type: 'string' },
+          object: { const: 'upload' },
+          bytes: { type: 'integer' },
+          created_at: { type: 'integer' },
+          expires_at: { type: 'integer' },
+          filename: { type: 'string' },
+          purpose: { type: 'string' },
+          mime_type: { type: 'string' },
+          status: { enum: ['pending', 'completed', 'cancelled', 'expired'] },
+          file: { oneOf: [ref('File'), { type: 'null' }] },
+        },
+      },
+      UploadPart: {
+        type: 'object',
+        properties: {
+          id: { type: 'string' },
+          object: { const: 'upload.part' },
+          upload_id: { type: 'string' },
+          created_at: { type: 'integer' },
+          bytes: { type: 'integer' },
+          sha256: { type: 'string' },
         },
       },
       Session: {
