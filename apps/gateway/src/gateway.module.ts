@@ -13,6 +13,8 @@ import { OpenApiModule } from './openapi/openapi.module';
 import { PreviewsModule } from './previews/previews.module';
 import { ResponsesModule } from './responses/responses.module';
 import { SessionsModule } from './sessions/sessions.module';
+import { TusHeadersMiddleware } from './tus/tus.middleware';
+import { TusModule } from './tus/tus.module';
 import { ResumableUploadsModule } from './uploads/resumable-uploads.module';
 
 /** The routes whose body is JSON. */
@@ -39,6 +41,7 @@ const JSON_BODY_ROUTES = [
     AuthModule,
     FilesModule,
     ResumableUploadsModule,
+    TusModule,
     SessionsModule,
     ContainersModule,
     ResponsesModule,
@@ -56,6 +59,7 @@ export class GatewayModule implements NestModule {
    */
   configure(consumer: MiddlewareConsumer): void {
     consumer.apply(ApiKeyMiddleware).forRoutes('*path');
+    consumer.apply(TusHeadersMiddleware).forRoutes('v1/tus', 'v1/tus/*path');
     consumer.apply(JsonBodyMiddleware).forRoutes(...JSON_BODY_ROUTES);
   }
 }

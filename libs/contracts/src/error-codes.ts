@@ -58,10 +58,20 @@ export const ERROR_CODES = {
     type: 'invalid_request_error',
     when: 'A `Range` outside the file (with `Content-Range: bytes */<size>`).',
   },
+  tus_version_unsupported: {
+    status: 412,
+    type: 'invalid_request_error',
+    when: 'A tus request (other than OPTIONS) without `Tus-Resumable: 1.0.0`.',
+  },
   rate_limited: {
     status: 429,
     type: 'rate_limit_error',
     when: 'A per-principal limit is reached; retry after `Retry-After` seconds.',
+  },
+  checksum_mismatch: {
+    status: 460,
+    type: 'invalid_request_error',
+    when: 'A tus PATCH whose body does not match its `Upload-Checksum`; nothing of it is kept.',
   },
   internal_error: {
     status: 500,

@@ -92,6 +92,8 @@ const uploadBody = (withFields: boolean) => ({
   },
 });
 
+const TUS_RESUMABLE = [{ name: 'Tus-Resumable', in: 'header', required: true, schema: { const: '1.0.0' } }];
+
 const errorResponse = (description: string) => ({
   description,
   content: { 'application/json': { schema: ref('Error') } },
@@ -238,6 +240,51 @@ export const OPENAPI_DOCUMENT = {
         summary: 'Cancel an upload',
         parameters: [idParam('upload_id', 'upload')],
         responses: { '200': json(ref('Upload')), ...errors(401, 404, 409) },
+      },
+    },
+    '/v1/tus': {
+      post: {
+        summary: 'tus 1.0: create an upload (creation, creation-with-upload)',
+        parameters: [
+          { name: 'Tus-Resumable', in: 'header', required: true, schema: { const: '1.0.0' } },
+          { name: 'Upload-Length', in: 'header', required: true, schema: { type: 'integer', minimum: 0 } },
+          {
+            name: 'Upload-Metadata',
+            in: 'header',
+            schema: { type: 'string' },
+            description: 'base64 values of filename, purpose (default user_data), content_type.',
+          },
+        ],
+        responses: { '201': { description: 'Created; Location and Upload-Offset.' }, ...errors(400, 401, 412, 413) },
+      },
+    },
+    '/v1/tus/{upload_id}': {
+      head: {
+        summary: 'tus 1.0: the upload’s offset',
+        parameters: [idParam('upload_id', 'upload'), ...TUS_RESUMABLE],
+        responses: { '200': { description: 'Upload-Offset, Upload-Length, Upload-Expires.' }, ...errors(401, 404) },
+      },
+      patch: {
+        summary: 'tus 1.0: append bytes at Upload-Offset',
+        parameters: [
+          idParam('upload_id', 'upload'),
+          ...TUS_RESUMABLE,
+          { name: 'Upload-Offset', in: 'header', required: true, schema: { type: 'integer', minimum: 0 } },
+          { name: 'Upload-Checksum', in: 'header', schema: { type: 'string' }, description: 'sha1 or sha256, base64.' },
+        ],
+        requestBody: {
+          required: true,
+          content: { 'application/offset+octet-stream': { schema: { type: 'string', format: 'binary' } } },
+        },
+        responses: {
+          '204': { description: 'Kept; the new Upload-Offset (and X-File-Id once complete).' },
+          ...errors(400, 401, 404, 409, 412, 413, 415, 460),
+        },
+      },
+      delete: {
+        summary: 'tus 1.0: terminate the upload',
+        parameters: [idParam('upload_id', 'upload'), ...TUS_RESUMABLE],
+        responses: { '204': { description: 'Terminated; its parts are purged.' }, ...errors(401, 404, 409) },
       },
     },
     '/v1/sessions': {

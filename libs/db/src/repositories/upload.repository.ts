@@ -10,6 +10,9 @@ export interface UploadRow {
   status: UploadStatus;
   claimedUntil: Date | null;
   fileId: string | null;
+  protocol: string;
+  offsetBytes: bigint;
+  tusMetadata: string | null;
   createdAt: Date;
   expiresAt: Date;
 }
@@ -32,6 +35,8 @@ export interface NewUpload {
   mimeType: string;
   createdAt: Date;
   expiresAt: Date;
+  protocol?: 'openai' | 'tus';
+  tusMetadata?: string | null;
 }
 
 /** What a claim on an upload found: won, or the state that refused it. */
@@ -46,6 +51,9 @@ const UPLOAD_SELECT = {
   status: true,
   claimedUntil: true,
   fileId: true,
+  protocol: true,
+  offsetBytes: true,
+  tusMetadata: true,
   createdAt: true,
   expiresAt: true,
 } as const;
@@ -99,10 +107,40 @@ export class UploadRepository {
     const rows = await this.db.$queryRaw<{ id: string }[]>(Prisma.sql`
       UPDATE uploads SET status = 'completing', claimed_until = ${until}, updated_at = now()
        WHERE id = ${id} AND principal_id = ${principalId}::uuid AND expires_at > now()
-         AND (status = 'pending' OR (status = 'completing' AND claimed_until < now()))
+         AND (claimed_until IS NULL OR claimed_until < now())
+         AND status IN ('pending', 'completing')
    RETURNING id`);
     const upload = await this.findForOwner(principalId, id);
     return rows.length === 1 && upload ? { won: true, upload } : { won: false, upload };
+  }
+
+  /**
+   * tus: takes the upload for one PATCH at `offset` until `until`. Only a pending tus upload whose
+   * offset is `offset` and that no other PATCH (or completion) holds can be taken: of racing PATCHes
+   * on any gateways exactly one wins, so the offset can never be corrupted.
+   */
+  async claimForPatch(principalId: string, id: string, offset: number, until: Date): Promise<boolean> {
+    const rows = await this.db.$queryRaw<{ id: string }[]>(Prisma.sql`
+      UPDATE uploads SET claimed_until = ${until}, updated_at = now()
+       WHERE id = ${id} AND principal_id = ${principalId}::uuid AND protocol = 'tus' AND status = 'pending'
+         AND expires_at > now() AND offset_bytes = ${BigInt(offset)}
+         AND (claimed_until IS NULL OR claimed_until < now())
+   RETURNING id`);
+    return rows.length === 1;
+  }
+
+  /** tus: the PATCH holding the upload adds `bytes` at `offset` and lets go of it; false when it lost the claim. */
+  async advance(principalId: string, id: string, offset: number, bytes: number): Promise<boolean> {
+    const { count } = await this.db.upload.updateMany({
+      where: { id, principalId, status: 'pending', offsetBytes: BigInt(offset) },
+      data: { offsetBytes: BigInt(offset + bytes), claimedUntil: null },
+    });
+    return count === 1;
+  }
+
+  /** tus: a PATCH that kept nothing lets go of the upload. */
+  async releasePatch(principalId: string, id: string): Promise<void> {
+    await this.db.upload.updateMany({ where: { id, principalId, status: 'pending' }, data: { claimedUntil: null } });
   }
 
   /** Gives a claim back: the upload is pending again (a completion that failed its checks). */
