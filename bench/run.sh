@@ -7,6 +7,7 @@
 #   bash bench/run.sh preview         # the preview benchmark (bench/preview.bench.mjs)
 #   bash bench/run.sh memory          # RSS of gateway and storage under 100 uploads / 500 downloads at once
 #   bash bench/run.sh listing         # a session listing of 100,000 artifacts vs pg reading the same rows
+#   bash bench/run.sh uploads         # 2 GiB as 32 x 64 MiB /v1/uploads parts, 8 in flight, vs direct lib-storage
 # Idempotent: makes sure Postgres, Redis and S3 run (infra/local/up.sh when something is down), creates and
 # migrates the database uhp_bench, builds, then runs bench/transfer.bench.mjs, which starts the three
 # services on ports 19080-19082 itself and stops them at the end. BENCH_SKIP_BUILD=1 skips `npm run build`.
@@ -73,6 +74,10 @@ fi
 if [[ "${1:-}" == memory ]]; then
   shift
   exec node bench/memory.bench.mjs "$@"
+fi
+if [[ "${1:-}" == uploads ]]; then
+  shift
+  exec node bench/uploads.bench.mjs "$@"
 fi
 if [[ "${1:-}" == archive ]]; then
   shift

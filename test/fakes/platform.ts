@@ -10,8 +10,8 @@ import {
   type PutOptions,
   type QueueDepth,
 } from '@app/common';
-import type { JobName, JobPayloads, StoredObjectReceipt } from '@app/contracts';
-import { ObjectStager, UnitOfWork, Work, type RunOptions, type StagedObject } from '@app/db';
+import type { ComposedObjectReceipt, JobName, JobPayloads, StoredObjectReceipt } from '@app/contracts';
+import { ObjectStager, UnitOfWork, UploadRepository, Work, type RunOptions, type StagedObject } from '@app/db';
 import { Memory, UNBOUND } from './memory';
 import {
   MemoryArchives,
@@ -30,6 +30,15 @@ export const silentLogger = pino({ level: 'silent' });
 /** Object bytes in a map: the store's contract (cap, hash, ranges, abort) without a server. */
 export class InMemoryObjectStore extends ObjectStore {
   readonly objects = new Map<string, Buffer>();
+
+  async compose(key: string, sources: string[]): Promise<ComposedObjectReceipt> {
+    const parts = sources.map((source) => this.objects.get(source));
+    if (parts.some((part) => !part)) throw new ApiError('not_found', 'No such object.');
+    const joined = Buffer.concat(parts as Buffer[]);
+    this.objects.set(key, joined);
+    const hash = (name: string) => createHash(name).update(joined).digest('hex');
+    return { key, bytes: joined.length, sha256: hash('sha256'), md5: hash('md5') };
+  }
 
   async put(key: string, body: Readable, options: PutOptions): Promise<StoredObjectReceipt> {
     const chunks: Buffer[] = [];
@@ -101,6 +110,8 @@ class MemoryWork extends Work {
   readonly responses: MemoryResponses;
   readonly previews: MemoryPreviews;
   readonly archives: MemoryArchives;
+  /** Not faked: the uploads are proven against Postgres (test/e2e/uploads.test.ts). */
+  readonly uploads = new UploadRepository(UNBOUND as never);
   private readonly objects: MemoryStoredObjects;
   readonly adopted = new Set<string>();
   readonly purging: string[] = [];

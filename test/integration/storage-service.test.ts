@@ -8,6 +8,7 @@ import { objectExists, s3, unfinishedUploads } from '../support/s3';
 import { pollUntil } from '../support/poll';
 import { Stack } from '../support/stack';
 import { Readable } from 'node:stream';
+import { count, db } from '../support/db';
 
 const MiB = 1024 * 1024;
 // The storage service alone, with 5 MiB parts so a few MiB already make a real multipart upload.
@@ -108,6 +109,7 @@ describe('the storage sweeper', () => {
   // Its own storage process whose horizon is 2 s, sweeping every half second.
   const sweeping = new Stack(testPort(19580), {
     STORAGE_ABANDONED_UPLOAD_SECONDS: '2',
+    STORAGE_ORPHAN_UPLOAD_SECONDS: '1',
     STORAGE_SWEEP_INTERVAL_MS: '500',
     S3_PART_SIZE_BYTES: String(5 * MiB),
   });
@@ -155,5 +157,92 @@ describe('the storage sweeper', () => {
     expect(await objectExists(k)).toBe(true);
     await sweepingClient.delete(k);
     sweepingClient.close();
+  });
+});
+
+describe('the journal of multipart uploads in Postgres', () => {
+  const journalRow = async (k: string) =>
+    (
+      await db.query(
+        `SELECT m.s3_upload_id AS "uploadId", p.part_number AS "partNumber", p.bytes, p.etag
+           FROM s3_multipart_uploads m LEFT JOIN s3_multipart_parts p ON p.multipart_id = m.id
+          WHERE m.storage_key = $1 ORDER BY p.part_number`,
+        [k],
+      )
+    ).rows;
+
+  it('records each multipart upload storage opens, with its parts, sizes and ETags, until it is done', async () => {
+    const k = key();
+    const slow = new Readable({ read() {} });
+    const put = client.put(k, slow, { maxBytes: 64 * MiB });
+    slow.push(randomBytes(6 * MiB));
+    await pollUntil(
+      async () => (await journalRow(k)).some((row) => row.partNumber === 1),
+      'the open upload and its first part recorded',
+      15_000,
+    );
+    const rows = await journalRow(k);
+    expect(rows[0]).toMatchObject({ partNumber: 1, bytes: String(5 * MiB) });
+    expect(rows[0].etag).toMatch(/^"?[0-9a-f-]+"?$/);
+    expect((await unfinishedUploads()).some((upload) => upload.endsWith(`#${rows[0].uploadId}`))).toBe(true);
+    slow.push(null);
+    await put;
+    expect(await journalRow(k)).toEqual([]);
+    await client.delete(k);
+  });
+});
+
+describe('the storage sweeper judging from the journal', () => {
+  const sweeping = new Stack(testPort(19680), {
+    STORAGE_ABANDONED_UPLOAD_SECONDS: '4',
+    STORAGE_ORPHAN_UPLOAD_SECONDS: '1',
+    STORAGE_SWEEP_INTERVAL_MS: '500',
+  });
+  beforeAll(() => sweeping.start(['storage']));
+  afterAll(() => sweeping.stop());
+
+  async function openRecorded(k: string): Promise<string> {
+    const created = await s3.send(new CreateMultipartUploadCommand({ Bucket: TEST_BUCKET, Key: k }));
+    await db.query(
+      `INSERT INTO s3_multipart_uploads (id, storage_key, s3_upload_id) VALUES (gen_random_uuid(), $1, $2)`,
+      [k, created.UploadId],
+    );
+    return created.UploadId!;
+  }
+  const isOpen = async (k: string, uploadId: string) => (await unfinishedUploads()).includes(`${k}#${uploadId}`);
+
+  it('aborts an upload whose owner object is gone, and leaves one whose owner is uploading while it stays active', async () => {
+    const orphan = key();
+    const live = key();
+    const orphanId = await openRecorded(orphan);
+    const liveId = await openRecorded(live);
+    await db.query(
+      `INSERT INTO stored_objects (id, principal_id, storage_key, status) VALUES (gen_random_uuid(), gen_random_uuid(), $1, 'UPLOADING')`,
+      [live],
+    );
+    const touch = setInterval(
+      () => void db.query(`UPDATE s3_multipart_uploads SET last_activity_at = now() WHERE storage_key = $1`, [live]),
+      300,
+    );
+    try {
+      await pollUntil(
+        async () =>
+          !(await isOpen(orphan, orphanId)) &&
+          (await count(`SELECT count(*) FROM s3_multipart_uploads WHERE storage_key = $1`, [orphan])) === 0,
+        'the orphaned upload aborted and its row gone',
+        15_000,
+      );
+      // Well past the orphan horizon and older than the idle one since it started: still open, as it is active.
+      await new Promise((resolve) => setTimeout(resolve, 5_000));
+      expect(await isOpen(live, liveId)).toBe(true);
+    } finally {
+      clearInterval(touch);
+    }
+    await pollUntil(
+      async () => !(await isOpen(live, liveId)),
+      'the live upload aborted once idle past the horizon',
+      20_000,
+    );
+    await db.query(`DELETE FROM stored_objects WHERE storage_key = $1`, [live]);
   });
 });

@@ -13,9 +13,20 @@ import { OpenApiModule } from './openapi/openapi.module';
 import { PreviewsModule } from './previews/previews.module';
 import { ResponsesModule } from './responses/responses.module';
 import { SessionsModule } from './sessions/sessions.module';
+import { TusHeadersMiddleware } from './tus/tus.middleware';
+import { TusModule } from './tus/tus.module';
+import { ResumableUploadsModule } from './uploads/resumable-uploads.module';
 
 /** The routes whose body is JSON. */
-const JSON_BODY_ROUTES = ['v1/sessions', 'v1/containers', 'v1/containers/:cid/files', 'v1/responses'].map((path) => ({
+const JSON_BODY_ROUTES = [
+  'v1/sessions',
+  'v1/containers',
+  'v1/containers/:cid/files',
+  'v1/responses',
+  'v1/uploads',
+  'v1/uploads/:id/complete',
+  'v1/uploads/:id/cancel',
+].map((path) => ({
   path,
   method: RequestMethod.POST,
 }));
@@ -29,6 +40,8 @@ const JSON_BODY_ROUTES = ['v1/sessions', 'v1/containers', 'v1/containers/:cid/fi
     HttpModule,
     AuthModule,
     FilesModule,
+    ResumableUploadsModule,
+    TusModule,
     SessionsModule,
     ContainersModule,
     ResponsesModule,
@@ -46,6 +59,7 @@ export class GatewayModule implements NestModule {
    */
   configure(consumer: MiddlewareConsumer): void {
     consumer.apply(ApiKeyMiddleware).forRoutes('*path');
+    consumer.apply(TusHeadersMiddleware).forRoutes('v1/tus', 'v1/tus/*path');
     consumer.apply(JsonBodyMiddleware).forRoutes(...JSON_BODY_ROUTES);
   }
 }

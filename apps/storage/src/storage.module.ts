@@ -9,15 +9,16 @@ import {
   type ReadinessCheck,
   type StorageConfig,
 } from '@app/common';
-import { ObjectsController } from './objects/objects.controller';
+import { DatabaseHealth, MultipartJournalModule, S3MultipartRepository } from '@app/db';
+import { ComposeController, ObjectsController } from './objects/objects.controller';
 import { ObjectsService } from './objects/objects.service';
 import { S3ObjectClient } from './objects/s3-object.client';
 import { StorageTokenGuard } from './objects/storage-token.guard';
 
 const s3Client = {
   provide: S3ObjectClient,
-  useFactory: (config: StorageConfig) => new S3ObjectClient(config),
-  inject: [APP_CONFIG],
+  useFactory: (config: StorageConfig, journal: S3MultipartRepository) => new S3ObjectClient(config, journal),
+  inject: [APP_CONFIG, S3MultipartRepository],
 };
 
 /** How the part buffers of this process are used: bytes lent out, uploads waiting for one. */
@@ -47,8 +48,9 @@ const partBufferMetrics = {
 };
 
 @Module({
+  imports: [MultipartJournalModule],
   providers: [s3Client],
-  exports: [s3Client],
+  exports: [s3Client, MultipartJournalModule],
 })
 class S3Module {}
 
@@ -58,13 +60,16 @@ class S3Module {}
     HealthModule.forRoot(
       {
         provide: READINESS_CHECKS,
-        useFactory: (s3: S3ObjectClient): ReadinessCheck[] => [{ name: 's3', check: () => s3.ping() }],
-        inject: [S3ObjectClient],
+        useFactory: (s3: S3ObjectClient, database: DatabaseHealth): ReadinessCheck[] => [
+          { name: 's3', check: () => s3.ping() },
+          { name: 'postgres', check: () => database.ping() },
+        ],
+        inject: [S3ObjectClient, DatabaseHealth],
       },
       [S3Module],
     ),
   ],
-  controllers: [ObjectsController],
+  controllers: [ObjectsController, ComposeController],
   providers: [ObjectsService, partBufferMetrics, { provide: APP_GUARD, useClass: StorageTokenGuard }],
 })
 export class StorageModule {}

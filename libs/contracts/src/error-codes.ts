@@ -40,6 +40,13 @@ export const ERROR_CODES = {
     type: 'invalid_request_error',
     when: 'An upload or inline file is over its limit (see `GET /v1/limits`); nothing is kept.',
   },
+  upload_conflict: {
+    status: 409,
+    type: 'invalid_request_error',
+    when:
+      'An upload is not pending (cancelled, expired), or another request is completing it now; ' +
+      '`GET /v1/uploads/{id}` says which.',
+  },
   request_too_large: { status: 413, type: 'invalid_request_error', when: 'A JSON body is over `max_request_bytes`.' },
   unsupported_media_type: {
     status: 415,
@@ -51,10 +58,20 @@ export const ERROR_CODES = {
     type: 'invalid_request_error',
     when: 'A `Range` outside the file (with `Content-Range: bytes */<size>`).',
   },
+  tus_version_unsupported: {
+    status: 412,
+    type: 'invalid_request_error',
+    when: 'A tus request (other than OPTIONS) without `Tus-Resumable: 1.0.0`.',
+  },
   rate_limited: {
     status: 429,
     type: 'rate_limit_error',
     when: 'A per-principal limit is reached; retry after `Retry-After` seconds.',
+  },
+  checksum_mismatch: {
+    status: 460,
+    type: 'invalid_request_error',
+    when: 'A tus PATCH whose body does not match its `Upload-Checksum`; nothing of it is kept.',
   },
   internal_error: {
     status: 500,

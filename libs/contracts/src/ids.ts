@@ -7,6 +7,8 @@ export const ID_PREFIX = {
   session: 'sess',
   response: 'resp',
   message: 'msg',
+  upload: 'upload',
+  uploadPart: 'part',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;
@@ -33,6 +35,8 @@ const ID_PATTERNS: Record<IdKind, RegExp> = {
   session: /^sess_[0-9A-Za-z]{24,64}$/,
   response: /^resp_[0-9A-Za-z]{24,64}$/,
   message: /^msg_[0-9A-Za-z]{24,64}$/,
+  upload: /^upload_[0-9A-Za-z]{24,64}$/,
+  uploadPart: /^part_[0-9A-Za-z]{24,64}$/,
 };
 
 /** True when `value` is exactly an id of that kind; anything else is answered 404 before any lookup. */

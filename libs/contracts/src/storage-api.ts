@@ -18,3 +18,18 @@ export const STORAGE_KEY_PATTERN = /^[a-z]+\/[0-9a-z][0-9a-z._-]{0,200}$/;
 export function objectsPath(key: string): string {
   return `/internal/objects/${encodeURIComponent(key)}`;
 }
+
+/** Body of POST /internal/compose/{key}: the object `key` becomes the concatenation of `sources`, in order. */
+export interface ComposeRequest {
+  sources: string[];
+  contentType?: string;
+}
+
+/** Answer of a compose: the new object's size and hashes (MD5 too, for the Uploads API's check). */
+export interface ComposedObjectReceipt extends StoredObjectReceipt {
+  md5: string;
+}
+
+export function composePath(key: string): string {
+  return `/internal/compose/${encodeURIComponent(key)}`;
+}

@@ -15,6 +15,8 @@ import { PrincipalRepository } from './repositories/principal.repository';
 import { ResponseRepository } from './repositories/response.repository';
 import { SessionRepository } from './repositories/session.repository';
 import { StoredObjectRepository } from './repositories/stored-object.repository';
+import { S3MultipartRepository } from './repositories/s3-multipart.repository';
+import { UploadRepository } from './repositories/upload.repository';
 
 @Injectable()
 class PrismaLifecycle implements OnModuleDestroy {
@@ -43,6 +45,7 @@ const REPOSITORIES: Array<new (db: PrismaService) => unknown> = [
   ConverterStatusRepository,
   ArchiveRepository,
   MaintenanceRepository,
+  UploadRepository,
 ];
 
 /**
@@ -67,3 +70,23 @@ const REPOSITORIES: Array<new (db: PrismaService) => unknown> = [
   exports: [DatabaseHealth, ...REPOSITORIES, ObjectStager, UnitOfWork],
 })
 export class DbModule {}
+
+/**
+ * The storage service's part of Postgres: the journal of the S3 multipart uploads it opens
+ * (S3MultipartRepository) and the database's readiness. No object stager, no job bus: storage is below them.
+ */
+@Module({
+  providers: [
+    {
+      provide: PrismaService,
+      useFactory: (config: { DATABASE_URL: string; DATABASE_POOL_SIZE: number }) =>
+        new PrismaService(config.DATABASE_URL, config.DATABASE_POOL_SIZE),
+      inject: [APP_CONFIG],
+    },
+    PrismaLifecycle,
+    DatabaseHealth,
+    repository(S3MultipartRepository),
+  ],
+  exports: [DatabaseHealth, S3MultipartRepository],
+})
+export class MultipartJournalModule {}

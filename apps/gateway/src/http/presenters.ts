@@ -1,4 +1,13 @@
-import type { ArchiveRow, ContainerFileListing, ContainerRow, FileRow, ResponseRow, SessionRow } from '@app/db';
+import type {
+  ArchiveRow,
+  ContainerFileListing,
+  ContainerRow,
+  FileRow,
+  ResponseRow,
+  SessionRow,
+  UploadPartRow,
+  UploadRow,
+} from '@app/db';
 
 const seconds = (date: Date) => Math.floor(date.getTime() / 1000);
 const PURPOSE_OUT: Record<string, string> = { fine_tune: 'fine-tune' };
@@ -120,5 +129,33 @@ export function presentArchiveProgress(archive: ArchiveRow) {
     files_total: archive.filesTotal,
     bytes_done: Number(archive.bytesDone),
     bytes_total: Number(archive.bytesTotal),
+  };
+}
+
+/** The OpenAI-shaped upload object (docs/api.md §2a); `status` as the client should see it now. */
+export function presentUpload(upload: UploadRow, status: string, file: FileRow | null) {
+  return {
+    id: upload.id,
+    object: 'upload' as const,
+    bytes: Number(upload.bytes),
+    created_at: seconds(upload.createdAt),
+    expires_at: seconds(upload.expiresAt),
+    filename: upload.filename,
+    purpose: PURPOSE_OUT[upload.purpose] ?? upload.purpose,
+    mime_type: upload.mimeType,
+    status,
+    file: file ? presentFile(file) : null,
+  };
+}
+
+/** An upload's part (OpenAI's `upload.part`, plus its size and SHA-256 for a client that resumes). */
+export function presentUploadPart(part: UploadPartRow) {
+  return {
+    id: part.id,
+    object: 'upload.part' as const,
+    upload_id: part.uploadId,
+    created_at: seconds(part.createdAt),
+    bytes: Number(part.bytes),
+    sha256: part.sha256,
   };
 }

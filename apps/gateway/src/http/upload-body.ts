@@ -31,21 +31,49 @@ export class UploadLengthGuard implements CanActivate {
   constructor(@Inject(APP_CONFIG) private readonly config: GatewayConfig) {}
 
   canActivate(context: ExecutionContext): boolean {
-    const req = context.switchToHttp().getRequest<IncomingMessage>();
-    if (!isMultipart(req)) return true;
-    const maxBytes = this.config.UHP_MAX_FILE_BYTES;
-    setDrainLimits(req, {
-      maxBytes: 2 * (maxBytes + MULTIPART_ENVELOPE_BYTES),
-      timeoutMs: this.config.UHP_DRAIN_TIMEOUT_MS,
+    return judgeUploadLength(context.switchToHttp().getRequest<IncomingMessage>(), this.config, {
+      maxBytes: this.config.UHP_MAX_FILE_BYTES,
+      limitName: 'max_file_bytes',
+      param: 'file',
     });
-    const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > maxBytes + MULTIPART_ENVELOPE_BYTES) {
-      throw new ApiError(
-        'file_too_large',
-        `The upload declares ${declared} bytes; max_file_bytes is ${maxBytes} (see GET /v1/limits).`,
-        'file',
-      );
-    }
-    return true;
   }
+}
+
+/** The largest part of a resumable upload (POST /v1/uploads/{id}/parts), as OpenAI's Uploads API has it. */
+export const MAX_UPLOAD_PART_BYTES = 64 * 1024 * 1024;
+
+/** UploadLengthGuard for an upload's part: at most 64 MiB of `data`. */
+@Injectable()
+export class UploadPartLengthGuard implements CanActivate {
+  constructor(@Inject(APP_CONFIG) private readonly config: GatewayConfig) {}
+
+  canActivate(context: ExecutionContext): boolean {
+    return judgeUploadLength(context.switchToHttp().getRequest<IncomingMessage>(), this.config, {
+      maxBytes: MAX_UPLOAD_PART_BYTES,
+      limitName: 'max_upload_part_bytes',
+      param: 'data',
+    });
+  }
+}
+
+function judgeUploadLength(
+  req: IncomingMessage,
+  config: GatewayConfig,
+  limit: { maxBytes: number; limitName: string; param: string },
+): boolean {
+  if (!isMultipart(req)) return true;
+  const { maxBytes } = limit;
+  setDrainLimits(req, {
+    maxBytes: 2 * (maxBytes + MULTIPART_ENVELOPE_BYTES),
+    timeoutMs: config.UHP_DRAIN_TIMEOUT_MS,
+  });
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > maxBytes + MULTIPART_ENVELOPE_BYTES) {
+    throw new ApiError(
+      'file_too_large',
+      `The upload declares ${declared} bytes; ${limit.limitName} is ${maxBytes} (see GET /v1/limits).`,
+      limit.param,
+    );
+  }
+  return true;
 }

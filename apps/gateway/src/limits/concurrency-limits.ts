@@ -83,7 +83,9 @@ class ConcurrencyInterceptor implements NestInterceptor {
     const http = context.switchToHttp();
     const req = http.getRequest<IncomingMessage & { principal?: { id: string } }>();
     // A JSON copy into a container is no upload: only a multipart body streams bytes in.
-    if (!req.principal || (kind === 'uploads' && !isMultipart(req))) return next.handle();
+    const isByteStream =
+      isMultipart(req) || /^application\/offset\+octet-stream/i.test(req.headers['content-type'] ?? '');
+    if (!req.principal || (kind === 'uploads' && !isByteStream)) return next.handle();
     const release = this.limits.acquire(req.principal.id, kind);
     // Held until the exchange is over: for a download, until its last byte left or the client went.
     http.getResponse<ServerResponse>().once('close', release);

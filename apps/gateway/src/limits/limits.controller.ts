@@ -1,6 +1,7 @@
 import { Controller, Get, Inject } from '@nestjs/common';
 import { APP_CONFIG, Public, type GatewayConfig } from '@app/common';
 import { maxRequestBytes } from '../http/json-body.middleware';
+import { MAX_UPLOAD_PART_BYTES } from '../http/upload-body';
 import { ConverterAvailability } from '../previews/converter-availability';
 
 export function limitsBody(config: GatewayConfig, previewFormats: string[]) {
@@ -9,6 +10,8 @@ export function limitsBody(config: GatewayConfig, previewFormats: string[]) {
     max_file_bytes: config.UHP_MAX_FILE_BYTES,
     max_inline_file_bytes: config.UHP_MAX_INLINE_FILE_BYTES,
     max_request_bytes: maxRequestBytes(config),
+    max_upload_bytes: config.UHP_MAX_UPLOAD_BYTES,
+    max_upload_part_bytes: MAX_UPLOAD_PART_BYTES,
     preview: { enabled: previewFormats.length > 0, formats: previewFormats, timeout_ms: config.PREVIEW_TIMEOUT_MS },
     archive: { formats: ['zip'] },
     per_principal: {

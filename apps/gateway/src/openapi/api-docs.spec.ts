@@ -9,12 +9,16 @@ import { LimitsController } from '../limits/limits.controller';
 import { PreviewsController } from '../previews/previews.controller';
 import { ResponsesController } from '../responses/responses.controller';
 import { SessionsController } from '../sessions/sessions.controller';
+import { TusController } from '../tus/tus.controller';
+import { UploadsController } from '../uploads/uploads.controller';
 import { API_DOC_PATH, renderApiDoc } from './api-docs';
 import { OPENAPI_DOCUMENT } from './openapi.document';
 
 const API_CONTROLLERS = [
   LimitsController,
   FilesController,
+  UploadsController,
+  TusController,
   SessionsController,
   ContainersController,
   PreviewsController,

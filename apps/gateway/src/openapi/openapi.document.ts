@@ -92,6 +92,8 @@ const uploadBody = (withFields: boolean) => ({
   },
 });
 
+const TUS_RESUMABLE = [{ name: 'Tus-Resumable', in: 'header', required: true, schema: { const: '1.0.0' } }];
+
 const errorResponse = (description: string) => ({
   description,
   content: { 'application/json': { schema: ref('Error') } },
@@ -137,6 +139,154 @@ export const OPENAPI_DOCUMENT = {
       },
     },
     '/v1/files/{file_id}/content': download('Download a file', [idParam('file_id', 'file')]),
+    '/v1/uploads': {
+      post: {
+        summary: 'Start a resumable upload (OpenAI Uploads API)',
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                required: ['filename', 'purpose', 'bytes', 'mime_type'],
+                properties: {
+                  filename: { type: 'string' },
+                  purpose: { enum: ['assistants', 'batch', 'fine-tune', 'vision', 'user_data', 'evals'] },
+                  bytes: { type: 'integer', minimum: 0, description: 'At most max_upload_bytes (413 above).' },
+                  mime_type: { type: 'string' },
+                  expires_after: {
+                    type: 'object',
+                    required: ['anchor', 'seconds'],
+                    properties: {
+                      anchor: { const: 'created_at' },
+                      seconds: { type: 'integer', minimum: 3600, maximum: 2592000 },
+                    },
+                  },
+                },
+              },
+            },
+          },
+        },
+        responses: { '200': json(ref('Upload')), ...errors(400, 401, 413, 415) },
+      },
+    },
+    '/v1/uploads/{upload_id}': {
+      get: {
+        summary: 'Get an upload',
+        parameters: [idParam('upload_id', 'upload')],
+        responses: { '200': json(ref('Upload')), ...errors(401, 404) },
+      },
+    },
+    '/v1/uploads/{upload_id}/parts': {
+      post: {
+        summary: 'Add a part to an upload',
+        parameters: [idParam('upload_id', 'upload')],
+        requestBody: {
+          required: true,
+          content: {
+            'multipart/form-data': {
+              schema: {
+                type: 'object',
+                required: ['data'],
+                properties: {
+                  data: { type: 'string', format: 'binary', description: 'At most 64 MiB, streamed to storage.' },
+                },
+              },
+            },
+          },
+        },
+        responses: { '200': json(ref('UploadPart')), ...errors(400, 401, 404, 409, 413, 415, 429) },
+      },
+      get: {
+        summary: 'List the parts an upload received',
+        parameters: [idParam('upload_id', 'upload')],
+        responses: {
+          '200': json({
+            type: 'object',
+            properties: {
+              object: { const: 'list' },
+              data: { type: 'array', items: ref('UploadPart') },
+              has_more: { const: false },
+            },
+          }),
+          ...errors(401, 404),
+        },
+      },
+    },
+    '/v1/uploads/{upload_id}/complete': {
+      post: {
+        summary: 'Complete an upload: its named parts become a file',
+        parameters: [idParam('upload_id', 'upload')],
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                required: ['part_ids'],
+                properties: {
+                  part_ids: { type: 'array', items: { type: 'string' }, minItems: 1 },
+                  md5: { type: 'string', pattern: '^[0-9a-fA-F]{32}$' },
+                },
+              },
+            },
+          },
+        },
+        responses: { '200': json(ref('Upload')), ...errors(400, 401, 404, 409) },
+      },
+    },
+    '/v1/uploads/{upload_id}/cancel': {
+      post: {
+        summary: 'Cancel an upload',
+        parameters: [idParam('upload_id', 'upload')],
+        responses: { '200': json(ref('Upload')), ...errors(401, 404, 409) },
+      },
+    },
+    '/v1/tus': {
+      post: {
+        summary: 'tus 1.0: create an upload (creation, creation-with-upload)',
+        parameters: [
+          { name: 'Tus-Resumable', in: 'header', required: true, schema: { const: '1.0.0' } },
+          { name: 'Upload-Length', in: 'header', required: true, schema: { type: 'integer', minimum: 0 } },
+          {
+            name: 'Upload-Metadata',
+            in: 'header',
+            schema: { type: 'string' },
+            description: 'base64 values of filename, purpose (default user_data), content_type.',
+          },
+        ],
+        responses: { '201': { description: 'Created; Location and Upload-Offset.' }, ...errors(400, 401, 412, 413) },
+      },
+    },
+    '/v1/tus/{upload_id}': {
+      head: {
+        summary: 'tus 1.0: the upload’s offset',
+        parameters: [idParam('upload_id', 'upload'), ...TUS_RESUMABLE],
+        responses: { '200': { description: 'Upload-Offset, Upload-Length, Upload-Expires.' }, ...errors(401, 404) },
+      },
+      patch: {
+        summary: 'tus 1.0: append bytes at Upload-Offset',
+        parameters: [
+          idParam('upload_id', 'upload'),
+          ...TUS_RESUMABLE,
+          { name: 'Upload-Offset', in: 'header', required: true, schema: { type: 'integer', minimum: 0 } },
+          { name: 'Upload-Checksum', in: 'header', schema: { type: 'string' }, description: 'sha1 or sha256, base64.' },
+        ],
+        requestBody: {
+          required: true,
+          content: { 'application/offset+octet-stream': { schema: { type: 'string', format: 'binary' } } },
+        },
+        responses: {
+          '204': { description: 'Kept; the new Upload-Offset (and X-File-Id once complete).' },
+          ...errors(400, 401, 404, 409, 412, 413, 415, 460),
+        },
+      },
+      delete: {
+        summary: 'tus 1.0: terminate the upload',
+        parameters: [idParam('upload_id', 'upload'), ...TUS_RESUMABLE],
+        responses: { '204': { description: 'Terminated; its parts are purged.' }, ...errors(401, 404, 409) },
+      },
+    },
     '/v1/sessions': {
       post: {
         summary: 'Create a session (with its container)',
@@ -397,6 +547,8 @@ export const OPENAPI_DOCUMENT = {
           max_file_bytes: { type: 'integer' },
           max_inline_file_bytes: { type: 'integer' },
           max_request_bytes: { type: 'integer' },
+          max_upload_bytes: { type: 'integer' },
+          max_upload_part_bytes: { type: 'integer' },
           preview: {
             type: 'object',
             properties: {
@@ -421,6 +573,32 @@ export const OPENAPI_DOCUMENT = {
           content_type: { type: 'string' },
           sha256: { type: 'string' },
           status: { const: 'processed' },
+        },
+      },
+      Upload: {
+        type: 'object',
+        properties: {
+          id: { type: 'string' },
+          object: { const: 'upload' },
+          bytes: { type: 'integer' },
+          created_at: { type: 'integer' },
+          expires_at: { type: 'integer' },
+          filename: { type: 'string' },
+          purpose: { type: 'string' },
+          mime_type: { type: 'string' },
+          status: { enum: ['pending', 'completed', 'cancelled', 'expired'] },
+          file: { oneOf: [ref('File'), { type: 'null' }] },
+        },
+      },
+      UploadPart: {
+        type: 'object',
+        properties: {
+          id: { type: 'string' },
+          object: { const: 'upload.part' },
+          upload_id: { type: 'string' },
+          created_at: { type: 'integer' },
+          bytes: { type: 'integer' },
+          sha256: { type: 'string' },
         },
       },
       Session: {

@@ -18,6 +18,14 @@ export interface ReceivedUpload {
 /** Checks one form field as it arrives; throws an ApiError to reject the upload at once. */
 export type FieldCheck = (name: string, value: string) => void;
 
+export interface ReceiveOptions {
+  /** The part that carries the bytes: `file` (files, container files) or `data` (an upload's part). */
+  fileField: string;
+  maxBytes: number;
+  /** False for bytes whose own name means nothing (an upload's part): no filename is required. */
+  isNamed: boolean;
+}
+
 const malformed = () => new ApiError('invalid_multipart', 'The multipart body is malformed or incomplete.');
 
 /**
@@ -34,11 +42,17 @@ export class UploadReceiver {
     @Inject(LOGGER) private readonly logger: AppLogger,
   ) {}
 
-  async receive(body: UploadBody, principalId: string, checkField: FieldCheck): Promise<ReceivedUpload> {
+  async receive(
+    body: UploadBody,
+    principalId: string,
+    checkField: FieldCheck,
+    options: ReceiveOptions = { fileField: 'file', maxBytes: this.config.UHP_MAX_FILE_BYTES, isNamed: true },
+  ): Promise<ReceivedUpload> {
+    const { fileField } = options;
     if (!/^multipart\/form-data\s*(?:;|$)/i.test(body.headers['content-type'] ?? '')) {
       throw new ApiError(
         'unsupported_media_type',
-        'Upload with Content-Type: multipart/form-data and a part named "file".',
+        `Upload with Content-Type: multipart/form-data and a part named "${fileField}".`,
       );
     }
     let parser: busboy.Busboy;
@@ -67,10 +81,10 @@ export class UploadReceiver {
         reject(error);
       };
       const stage = async (stream: Readable, info: busboy.FileInfo) => {
-        const filename = acceptFilename(info.filename);
-        const contentType = resolveContentType(info.mimeType, filename);
+        const filename = options.isNamed ? acceptFilename(info.filename) : fileField;
+        const contentType = options.isNamed ? resolveContentType(info.mimeType, filename) : 'application/octet-stream';
         const staged = await this.stager.stage(principalId, stream, {
-          maxBytes: this.config.UHP_MAX_FILE_BYTES,
+          maxBytes: options.maxBytes,
           contentType,
           signal: cancel.signal,
         });
@@ -80,13 +94,13 @@ export class UploadReceiver {
       parser.on('file', (name, stream, info) => {
         // A form that ends early fails its file stream too; that must reach us, not crash the process.
         stream.on('error', () => fail(malformed()));
-        if (failure || name !== 'file') {
+        if (failure || name !== fileField) {
           stream.resume();
           return;
         }
         if (pending) {
           stream.resume();
-          return fail(new ApiError('invalid_multipart', 'The body holds more than one file part.', 'file'));
+          return fail(new ApiError('invalid_multipart', 'The body holds more than one file part.', fileField));
         }
         pending = stage(stream, info);
         pending.catch(fail);
@@ -107,7 +121,8 @@ export class UploadReceiver {
       parser.on('error', () => fail(malformed()));
       parser.on('close', () => {
         if (failure) return;
-        if (!pending) return fail(new ApiError('missing_file', 'The body has no file part named "file".', 'file'));
+        if (!pending)
+          return fail(new ApiError('missing_file', `The body has no file part named "${fileField}".`, fileField));
         pending.then(() => resolve(), fail);
       });
       body.stream.on('close', () => {

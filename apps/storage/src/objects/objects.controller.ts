@@ -1,13 +1,53 @@
-import { Controller, Delete, Get, HttpCode, Inject, Param, Put, Req, Res } from '@nestjs/common';
+import { Controller, Delete, Get, HttpCode, Inject, Param, Post, Put, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { pipeline } from 'node:stream/promises';
 import { ApiError, APP_CONFIG, LOGGER, watchResponseBody, type AppLogger, type StorageConfig } from '@app/common';
-import { STORAGE_HEADER, STORAGE_KEY_PATTERN, type StoredObjectReceipt } from '@app/contracts';
+import {
+  type ComposedObjectReceipt,
+  type ComposeRequest,
+  STORAGE_HEADER,
+  STORAGE_KEY_PATTERN,
+  type StoredObjectReceipt,
+} from '@app/contracts';
 import { ObjectsService } from './objects.service';
 
 function checkedKey(key: string): string {
   if (!STORAGE_KEY_PATTERN.test(key) || key.includes('..')) throw ApiError.notFound('object');
   return key;
+}
+
+/** At most this many sources in one compose (S3's part limit), and this much JSON describing them. */
+const MAX_COMPOSE_SOURCES = 10_000;
+const MAX_COMPOSE_BODY_BYTES = 2 * 1024 * 1024;
+
+async function readComposeRequest(req: Request): Promise<ComposeRequest> {
+  let text = '';
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    text += chunk.toString('utf8');
+    if (text.length > MAX_COMPOSE_BODY_BYTES) throw ApiError.invalid('compose request too large');
+  }
+  let body: ComposeRequest;
+  try {
+    body = JSON.parse(text) as ComposeRequest;
+  } catch {
+    throw new ApiError('invalid_json', 'The compose request is not JSON.');
+  }
+  if (!Array.isArray(body?.sources) || body.sources.length > MAX_COMPOSE_SOURCES)
+    throw ApiError.invalid('sources must be a list of keys', 'sources');
+  return { sources: body.sources.map((source) => checkedKey(String(source))), contentType: body.contentType };
+}
+
+/** The internal compose API: an object made on the S3 side from others, in order. */
+@Controller('internal/compose')
+export class ComposeController {
+  constructor(@Inject(ObjectsService) private readonly objects: ObjectsService) {}
+
+  @Post(':key')
+  @HttpCode(200)
+  async compose(@Param('key') key: string, @Req() req: Request): Promise<ComposedObjectReceipt> {
+    const request = await readComposeRequest(req);
+    return this.objects.compose(checkedKey(key), request.sources, request.contentType);
+  }
 }
 
 /** The internal object API: PUT streams in, GET streams out (with Range), DELETE removes. */

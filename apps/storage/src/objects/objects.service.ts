@@ -1,7 +1,9 @@
 import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { ApiError, APP_CONFIG, LOGGER, type AppLogger, type StorageConfig } from '@app/common';
-import type { StoredObjectReceipt } from '@app/contracts';
+import type { ComposedObjectReceipt, StoredObjectReceipt } from '@app/contracts';
+import { S3MultipartRepository } from '@app/db';
 import { MeteringTransform, ObjectTooLargeError } from './metering.transform';
 import { ObjectMissingError, type ObjectRead, RangeNotSatisfiableError, S3ObjectClient } from './s3-object.client';
 
@@ -14,6 +16,7 @@ export class ObjectsService implements OnModuleInit, OnModuleDestroy {
 
   constructor(
     @Inject(S3ObjectClient) private readonly s3: S3ObjectClient,
+    @Inject(S3MultipartRepository) private readonly journal: S3MultipartRepository,
     @Inject(APP_CONFIG) private readonly config: StorageConfig,
     @Inject(LOGGER) private readonly logger: AppLogger,
   ) {}
@@ -100,6 +103,47 @@ export class ObjectsService implements OnModuleInit, OnModuleDestroy {
     throw new ApiError('service_unavailable', 'Object storage failed; try again.');
   }
 
+  /**
+   * `key` becomes the concatenation of `sources` (see S3ObjectClient.compose), then is read back once to
+   * measure its SHA-256 and MD5 — part copies never show us the bytes. On failure nothing is left at `key`.
+   */
+  compose(key: string, sources: string[], contentType?: string): Promise<ComposedObjectReceipt> {
+    const done = this.composeNow(key, sources, contentType);
+    const settled = done.catch(() => undefined).finally(() => this.inFlight.delete(key));
+    this.inFlight.set(key, settled);
+    return done;
+  }
+
+  private async composeNow(key: string, sources: string[], contentType?: string): Promise<ComposedObjectReceipt> {
+    try {
+      const started = Date.now();
+      const { bytes, byCopy } = await this.s3.compose(key, sources, contentType);
+      const composedMs = Date.now() - started;
+      const { sha256, md5 } = await this.hashOf(key);
+      this.logger.info(
+        { key, parts: sources.length, bytes, byCopy, composedMs, hashedMs: Date.now() - started - composedMs },
+        'object composed',
+      );
+      return { key, bytes, sha256, md5 };
+    } catch (error) {
+      await this.removeLeftovers(key);
+      if (error instanceof ObjectMissingError) throw ApiError.notFound('object');
+      this.logger.error({ key, err: error }, 'compose failed');
+      throw new ApiError('service_unavailable', 'Object storage failed; try again.');
+    }
+  }
+
+  private async hashOf(key: string): Promise<{ sha256: string; md5: string }> {
+    const sha256 = createHash('sha256');
+    const md5 = createHash('md5');
+    const object = await this.s3.read(key);
+    for await (const chunk of object.body as AsyncIterable<Buffer>) {
+      sha256.update(chunk);
+      md5.update(chunk);
+    }
+    return { sha256: sha256.digest('hex'), md5: md5.digest('hex') };
+  }
+
   private async removeLeftovers(key: string): Promise<void> {
     try {
       await this.s3.abortUploads(key);
@@ -133,19 +177,30 @@ export class ObjectsService implements OnModuleInit, OnModuleDestroy {
   }
 
   /**
-   * Multipart uploads a crashed storage process left are aborted once they are old and idle: one this
-   * process is still receiving, or whose newest part arrived within the horizon (another replica's slow
-   * but live upload), is left alone, however long ago it started.
+   * Multipart uploads nobody writes any more are aborted, judged from the journal in Postgres: no part
+   * for STORAGE_ABANDONED_UPLOAD_SECONDS, or none for STORAGE_ORPHAN_UPLOAD_SECONDS while the stored
+   * object of their key is gone (its upload failed or was discarded). Every part touches the row, so a
+   * slow but live upload — on this replica or another — is never aborted, however long ago it started.
+   * Uploads the journal does not know (opened outside this service, or in the instant before their row
+   * was written) are judged by their newest part on S3.
    */
   async abortAbandonedUploads(): Promise<number> {
     try {
-      const before = new Date(Date.now() - this.config.STORAGE_ABANDONED_UPLOAD_SECONDS * 1000);
+      const now = Date.now();
+      const before = new Date(now - this.config.STORAGE_ABANDONED_UPLOAD_SECONDS * 1000);
+      const ownerGoneBefore = new Date(now - this.config.STORAGE_ORPHAN_UPLOAD_SECONDS * 1000);
+      let aborted = 0;
+      for (const row of await this.journal.listAbandoned(before, ownerGoneBefore, 1000)) {
+        if (this.inFlight.has(row.storageKey)) continue;
+        await this.s3.abortUpload(row.storageKey, row.s3UploadId);
+        aborted++;
+      }
       const isLive = async ({ key, uploadId }: { key: string; uploadId: string }) => {
-        if (this.inFlight.has(key)) return true;
+        if (this.inFlight.has(key) || (await this.journal.isKnown(uploadId))) return true;
         const lastPart = await this.s3.lastPartAt(key, uploadId);
         return lastPart !== null && lastPart >= before;
       };
-      const aborted = await this.s3.abortUploads('', before, isLive);
+      aborted += await this.s3.abortUploads('', before, isLive);
       if (aborted > 0) this.logger.warn({ aborted }, 'aborted abandoned multipart uploads');
       return aborted;
     } catch (error) {

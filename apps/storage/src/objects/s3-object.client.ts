@@ -3,15 +3,23 @@ import {
   DeleteObjectCommand,
   GetObjectCommand,
   HeadBucketCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
   ListMultipartUploadsCommand,
   ListPartsCommand,
   S3Client,
   S3ServiceException,
 } from '@aws-sdk/client-s3';
 import { Agent } from 'node:http';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { staticS3CredentialsOf, type StorageConfig } from '@app/common';
-import { uploadStream } from './multipart-upload';
+import {
+  abortRecorded,
+  canComposeByCopy,
+  composeByCopy,
+  type MultipartJournal,
+  uploadStream,
+} from './multipart-upload';
 import { PartBufferPool } from './part-buffer-pool';
 
 export interface ObjectRead {
@@ -30,7 +38,11 @@ export class S3ObjectClient {
   readonly partBuffers: PartBufferPool;
   readonly bucket: string;
 
-  constructor(private readonly config: StorageConfig) {
+  constructor(
+    private readonly config: StorageConfig,
+    /** Every multipart upload this client opens is recorded here (Postgres) until it is completed or aborted. */
+    readonly journal: MultipartJournal,
+  ) {
     this.bucket = config.S3_BUCKET;
     this.partBuffers = new PartBufferPool(config.STORAGE_MEMORY_BUDGET_BYTES);
     this.s3 = new S3Client({
@@ -60,8 +72,73 @@ export class S3ObjectClient {
     return uploadStream(
       { client: this.s3, bucket: this.bucket, key, contentType: contentType ?? 'application/octet-stream' },
       body,
-      { partSize: this.partSizeFor(maxBytes), queueSize: this.config.S3_UPLOAD_QUEUE_SIZE, pool: this.partBuffers },
+      {
+        partSize: this.partSizeFor(maxBytes),
+        queueSize: this.config.S3_UPLOAD_QUEUE_SIZE,
+        pool: this.partBuffers,
+        journal: this.journal,
+      },
     );
+  }
+
+  /** The size of an object; ObjectMissingError when there is none. */
+  async size(key: string): Promise<number> {
+    try {
+      const out = await this.s3.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+      return Number(out.ContentLength ?? 0);
+    } catch (error) {
+      if (error instanceof S3ServiceException && (error.name === 'NotFound' || error.$metadata.httpStatusCode === 404))
+        throw new ObjectMissingError(key);
+      throw error;
+    }
+  }
+
+  /**
+   * Makes `key` the concatenation of `sources`, on the S3 side: by part copies when every source but the
+   * last is at least 5 MiB (no byte travels), else by streaming the sources one after the other through
+   * this process into a multipart upload (memory bounded by the part buffers). Returns the size.
+   */
+  async compose(key: string, sources: string[], contentType?: string): Promise<{ bytes: number; byCopy: boolean }> {
+    const sizes = await Promise.all(sources.map((source) => this.size(source)));
+    const bytes = sizes.reduce((sum, size) => sum + size, 0);
+    const target = {
+      client: this.s3,
+      bucket: this.bucket,
+      key,
+      contentType: contentType ?? 'application/octet-stream',
+    };
+    // An empty last source adds nothing, and a copy of zero bytes is not a part S3 takes everywhere.
+    const parts = sources
+      .map((source, index) => ({ key: source, bytes: sizes[index] }))
+      .filter((part) => part.bytes > 0);
+    if (parts.length === 0) {
+      await this.s3.send(
+        new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: Buffer.alloc(0), ContentLength: 0 }),
+      );
+      return { bytes, byCopy: false };
+    }
+    if (canComposeByCopy(parts.map((part) => part.bytes))) {
+      await composeByCopy(target, parts, { parallel: this.config.S3_UPLOAD_QUEUE_SIZE * 2, journal: this.journal });
+      return { bytes, byCopy: true };
+    }
+    const read = (source: string) => this.read(source).then((object) => object.body);
+    const concatenated = Readable.from(
+      (async function* () {
+        for (const part of parts) yield* (await read(part.key)) as AsyncIterable<Buffer>;
+      })(),
+    );
+    await uploadStream(target, concatenated, {
+      partSize: this.partSizeFor(bytes),
+      queueSize: this.config.S3_UPLOAD_QUEUE_SIZE,
+      pool: this.partBuffers,
+      journal: this.journal,
+    });
+    return { bytes, byCopy: false };
+  }
+
+  /** Aborts one multipart upload and drops its journal row. */
+  abortUpload(key: string, uploadId: string): Promise<void> {
+    return abortRecorded({ client: this.s3, bucket: this.bucket, key }, uploadId, this.journal);
   }
 
   async read(key: string, range?: string): Promise<ObjectRead> {
@@ -112,6 +189,7 @@ export class S3ObjectClient {
         await this.s3.send(
           new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: upload.Key, UploadId: upload.UploadId }),
         );
+        await this.journal.closed(upload.UploadId!).catch(() => undefined);
         aborted++;
       }
       if (!page.IsTruncated) return aborted;

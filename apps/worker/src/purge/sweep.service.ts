@@ -16,6 +16,7 @@ export interface SweepSettings {
 
 export interface SweepResult {
   expired: number;
+  expiredUploads: number;
   requeued: number;
   reclaimed: number;
   interrupted: number;
@@ -25,7 +26,7 @@ export interface SweepResult {
 }
 
 /**
- * The periodic safety net: expires due files, re-queues purges that were lost, reclaims uploads a
+ * The periodic safety net: expires due files and resumable uploads, re-queues purges that were lost, reclaims uploads a
  * crashed process left, fails responses a dead gateway left in progress, drops previews of content no
  * live artifact has and archives a racing request left on a deleted session, and prunes old deleted
  * rows. Every release goes through a unit of work, so each reference goes exactly once.
@@ -44,6 +45,12 @@ export class SweepService {
   async sweep(settings: SweepSettings): Promise<SweepResult> {
     const expired = await this.inBatches(async (work) => {
       const objectIds = await work.files.expireDue(new Date(), BATCH);
+      await work.release(objectIds);
+      return objectIds.length;
+    });
+    // Resumable uploads past their expiry: expired, and every part they received released (purged).
+    const expiredUploads = await this.inBatches(async (work) => {
+      const objectIds = await work.uploads.expireDue(new Date(), BATCH);
       await work.release(objectIds);
       return objectIds.length;
     });
@@ -69,6 +76,7 @@ export class SweepService {
     );
     const result = {
       expired,
+      expiredUploads,
       requeued: lost.length,
       reclaimed: reclaimed.length,
       interrupted,

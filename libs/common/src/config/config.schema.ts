@@ -95,6 +95,8 @@ export const gatewayConfigSchema = z.object({
   UHP_API_KEYS: z.string().default(''),
   UHP_MAX_FILE_BYTES: integer(5 * GiB, 1),
   UHP_MAX_INLINE_FILE_BYTES: integer(20 * MiB, 1),
+  /** Largest file a resumable upload (POST /v1/uploads) may declare; S3's own ceiling is 5 TiB. */
+  UHP_MAX_UPLOAD_BYTES: integer(64 * GiB, 1, 5 * 1024 * GiB),
   /** The JSON body limit; 0 derives it: base64 size of the inline limit plus 64 KiB. */
   UHP_MAX_REQUEST_BYTES: integer(0),
   UHP_PUBLIC_BASE_URL: z.url({ message: 'must be a URL' }).optional(),
@@ -136,6 +138,8 @@ export const gatewayConfigSchema = z.object({
 const storageSettings = z.object({
   ...http,
   ...storageClient,
+  /** The journal of S3 multipart uploads (s3_multipart_uploads) lives here. */
+  ...database,
   LOG_LEVEL: logLevel,
   HOST: z.string().default('127.0.0.1'),
   STORAGE_PORT: integer(8081, 1, 65535),
@@ -171,6 +175,8 @@ const storageSettings = z.object({
   ARCHIVE_MAX_BYTES: integer(64 * GiB, 1),
   /** Multipart uploads older than this were abandoned by a crash and are aborted by the sweeper. */
   STORAGE_ABANDONED_UPLOAD_SECONDS: integer(6 * 3600, 1),
+  /** A multipart upload whose owner object is gone is aborted after this long without a part. */
+  STORAGE_ORPHAN_UPLOAD_SECONDS: integer(300, 1),
   STORAGE_SWEEP_INTERVAL_MS: integer(10 * 60_000, 0),
 });
 

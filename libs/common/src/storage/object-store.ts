@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import type { StoredObjectReceipt } from '@app/contracts';
+import type { ComposedObjectReceipt, StoredObjectReceipt } from '@app/contracts';
 
 export interface ByteRange {
   start: number;
@@ -34,4 +34,9 @@ export abstract class ObjectStore {
   abstract get(key: string, range?: ByteRange): Promise<ObjectRead>;
   /** A missing object counts as deleted. */
   abstract delete(key: string): Promise<void>;
+  /**
+   * Makes `key` the concatenation of the objects `sources`, in order, on the storage side (no byte
+   * passes through the caller); resolves with its size, SHA-256 and MD5. On failure nothing is at `key`.
+   */
+  abstract compose(key: string, sources: string[], contentType?: string): Promise<ComposedObjectReceipt>;
 }

@@ -1,6 +1,12 @@
 import { Agent, type IncomingMessage, request } from 'node:http';
 import type { Readable } from 'node:stream';
-import { objectsPath, STORAGE_HEADER, type StoredObjectReceipt } from '@app/contracts';
+import {
+  type ComposedObjectReceipt,
+  composePath,
+  objectsPath,
+  STORAGE_HEADER,
+  type StoredObjectReceipt,
+} from '@app/contracts';
 import { ApiError } from '../errors/api-error';
 import { currentRequestId, REQUEST_ID_HEADER } from '../logging/request-context';
 import { type ByteRange, type ObjectRead, ObjectStore, type PutOptions } from './object-store';
@@ -137,6 +143,26 @@ export class StorageClient extends ObjectStore {
       });
       req.on('error', () => reject(new ApiError('service_unavailable', 'Object storage is unavailable; try again.')));
       req.end();
+    });
+  }
+
+  /** Asks the storage service to compose `key` from `sources` (it may take a while: it hashes the result). */
+  compose(key: string, sources: string[], contentType?: string): Promise<ComposedObjectReceipt> {
+    const body = Buffer.from(JSON.stringify({ sources, contentType }));
+    return new Promise<ComposedObjectReceipt>((resolve, reject) => {
+      const req = request(this.url(composePath(key)), {
+        method: 'POST',
+        agent: this.agent,
+        headers: this.headers({ 'content-type': 'application/json', 'content-length': body.length }),
+      });
+      req.on('response', (res) => {
+        readText(res).then((text) => {
+          if (res.statusCode === 200) resolve(JSON.parse(text) as ComposedObjectReceipt);
+          else reject(storageError(res.statusCode ?? 502, text));
+        }, reject);
+      });
+      req.on('error', () => reject(new ApiError('service_unavailable', 'Object storage is unavailable; try again.')));
+      req.end(body);
     });
   }
 

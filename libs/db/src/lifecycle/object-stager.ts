@@ -53,6 +53,32 @@ export class ObjectStager {
     }
   }
 
+  /**
+   * A new object of the principal composed on the storage side from the objects `sourceKeys` (their
+   * bytes never come here); the MD5 is returned for the caller's check. On failure nothing is left.
+   */
+  async stageComposed(
+    principalId: string,
+    sourceKeys: string[],
+    contentType: string,
+  ): Promise<StagedObject & { md5: string }> {
+    const object = await this.objects.createUploading(principalId);
+    try {
+      const receipt = await this.store.compose(object.storageKey, sourceKeys, contentType);
+      return {
+        id: object.id,
+        principalId,
+        storageKey: object.storageKey,
+        bytes: receipt.bytes,
+        sha256: receipt.sha256,
+        md5: receipt.md5,
+      };
+    } catch (error) {
+      await this.discard([object]);
+      throw error;
+    }
+  }
+
   async discard(objects: DiscardableObject[]): Promise<void> {
     await Promise.all(objects.map((object) => this.discardOne(object)));
   }

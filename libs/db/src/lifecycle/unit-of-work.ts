@@ -9,6 +9,7 @@ import { PreviewRepository } from '../repositories/preview.repository';
 import { ResponseRepository } from '../repositories/response.repository';
 import { SessionRepository } from '../repositories/session.repository';
 import { StoredObjectRepository } from '../repositories/stored-object.repository';
+import { UploadRepository } from '../repositories/upload.repository';
 import { ObjectStager, type StagedObject } from './object-stager';
 
 /**
@@ -23,6 +24,7 @@ export abstract class Work {
   abstract readonly responses: ResponseRepository;
   abstract readonly previews: PreviewRepository;
   abstract readonly archives: ArchiveRepository;
+  abstract readonly uploads: UploadRepository;
   /** A staged object becomes READY with its first reference: the row the caller creates next points at it. */
   abstract adopt(object: StagedObject): Promise<void>;
   /** One more reference on a READY object of the principal; false when it is already going away. */
@@ -57,6 +59,7 @@ class TransactionWork extends Work {
   readonly responses: ResponseRepository;
   readonly previews: PreviewRepository;
   readonly archives: ArchiveRepository;
+  readonly uploads: UploadRepository;
   private readonly objects: StoredObjectRepository;
   readonly adopted = new Set<string>();
   readonly purging: string[] = [];
@@ -70,6 +73,7 @@ class TransactionWork extends Work {
     this.responses = new ResponseRepository(tx);
     this.previews = new PreviewRepository(tx);
     this.archives = new ArchiveRepository(tx);
+    this.uploads = new UploadRepository(tx);
     this.objects = new StoredObjectRepository(tx);
   }
 

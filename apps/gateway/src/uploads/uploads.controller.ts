@@ -1,0 +1,57 @@
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Req, UseGuards } from '@nestjs/common';
+import type { Request } from 'express';
+import { APP_CONFIG, type GatewayConfig } from '@app/common';
+import { PrincipalId } from '../auth/auth';
+import { presentUpload, presentUploadPart } from '../http/presenters';
+import { uploadBodyOf, UploadPartLengthGuard } from '../http/upload-body';
+import { Concurrency } from '../limits/concurrency-limits';
+import { parseCompleteUpload, parseCreateUpload } from './upload-request';
+import { type UploadView, UploadsService, visibleStatus } from './uploads.service';
+
+const present = ({ upload, file }: UploadView) => presentUpload(upload, visibleStatus(upload), file);
+
+/** Resumable uploads, shaped as OpenAI's Uploads API (docs/api.md §2a). */
+@Controller('v1/uploads')
+export class UploadsController {
+  constructor(
+    @Inject(UploadsService) private readonly uploads: UploadsService,
+    @Inject(APP_CONFIG) private readonly config: GatewayConfig,
+  ) {}
+
+  @Post()
+  @HttpCode(200)
+  async create(@PrincipalId() principalId: string, @Body() body: unknown) {
+    return present(await this.uploads.create(principalId, parseCreateUpload(body, this.config.UHP_MAX_UPLOAD_BYTES)));
+  }
+
+  @Get(':id')
+  async get(@PrincipalId() principalId: string, @Param('id') id: string) {
+    return present(await this.uploads.get(principalId, id));
+  }
+
+  @Get(':id/parts')
+  async parts(@PrincipalId() principalId: string, @Param('id') id: string) {
+    const parts = await this.uploads.listParts(principalId, id);
+    return { object: 'list' as const, data: parts.map(presentUploadPart), has_more: false };
+  }
+
+  @Post(':id/parts')
+  @HttpCode(200)
+  @UseGuards(UploadPartLengthGuard)
+  @Concurrency('uploads')
+  async addPart(@PrincipalId() principalId: string, @Param('id') id: string, @Req() req: Request) {
+    return presentUploadPart(await this.uploads.addPart(principalId, id, uploadBodyOf(req)));
+  }
+
+  @Post(':id/complete')
+  @HttpCode(200)
+  async complete(@PrincipalId() principalId: string, @Param('id') id: string, @Body() body: unknown) {
+    return present(await this.uploads.complete(principalId, id, parseCompleteUpload(body)));
+  }
+
+  @Post(':id/cancel')
+  @HttpCode(200)
+  async cancel(@PrincipalId() principalId: string, @Param('id') id: string) {
+    return present(await this.uploads.cancel(principalId, id));
+  }
+}

@@ -1,0 +1,221 @@
+import { Prisma, type FilePurpose, type UploadStatus } from '../generated/client';
+import type { Db } from '../prisma.service';
+
+export interface UploadRow {
+  id: string;
+  filename: string;
+  purpose: FilePurpose;
+  bytes: bigint;
+  mimeType: string;
+  status: UploadStatus;
+  claimedUntil: Date | null;
+  fileId: string | null;
+  protocol: string;
+  offsetBytes: bigint;
+  tusMetadata: string | null;
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+export interface UploadPartRow {
+  id: string;
+  uploadId: string;
+  objectId: string;
+  bytes: bigint;
+  sha256: string;
+  createdAt: Date;
+  storageKey: string;
+}
+
+export interface NewUpload {
+  id: string;
+  filename: string;
+  purpose: FilePurpose;
+  bytes: number;
+  mimeType: string;
+  createdAt: Date;
+  expiresAt: Date;
+  protocol?: 'openai' | 'tus';
+  tusMetadata?: string | null;
+}
+
+/** What a claim on an upload found: won, or the state that refused it. */
+export type UploadClaim = { won: true; upload: UploadRow } | { won: false; upload: UploadRow | null };
+
+const UPLOAD_SELECT = {
+  id: true,
+  filename: true,
+  purpose: true,
+  bytes: true,
+  mimeType: true,
+  status: true,
+  claimedUntil: true,
+  fileId: true,
+  protocol: true,
+  offsetBytes: true,
+  tusMetadata: true,
+  createdAt: true,
+  expiresAt: true,
+} as const;
+
+const PART_SELECT = {
+  id: true,
+  uploadId: true,
+  objectId: true,
+  bytes: true,
+  sha256: true,
+  createdAt: true,
+  object: { select: { storageKey: true } },
+} as const;
+
+type SelectedPart = Prisma.UploadPartGetPayload<{ select: typeof PART_SELECT }>;
+const toPart = ({ object, ...part }: SelectedPart): UploadPartRow => ({ ...part, storageKey: object.storageKey });
+
+/**
+ * Resumable uploads and their parts (`/v1/uploads`). Every query takes the owning principal. State
+ * changes are single conditional statements, so two gateways racing on one upload cannot both win.
+ */
+export class UploadRepository {
+  constructor(private readonly db: Db) {}
+
+  async create(principalId: string, upload: NewUpload): Promise<UploadRow> {
+    return this.db.upload.create({
+      data: { ...upload, bytes: BigInt(upload.bytes), principalId },
+      select: UPLOAD_SELECT,
+    });
+  }
+
+  async findForOwner(principalId: string, id: string): Promise<UploadRow | null> {
+    return this.db.upload.findFirst({ where: { id, principalId }, select: UPLOAD_SELECT });
+  }
+
+  /**
+   * Locks the upload row against a concurrent claim until the transaction ends (a part committing
+   * then lands before the completion reads the parts, or finds the upload no longer pending).
+   */
+  async lockShared(principalId: string, id: string): Promise<UploadRow | null> {
+    const locked = await this.db.$queryRaw<{ id: string }[]>(Prisma.sql`
+      SELECT id FROM uploads WHERE id = ${id} AND principal_id = ${principalId}::uuid FOR SHARE`);
+    return locked.length === 1 ? this.findForOwner(principalId, id) : null;
+  }
+
+  /**
+   * Takes the upload for one completion until `until`: only a pending upload not past its expiry, or
+   * one whose previous claim lapsed (its gateway died), can be taken. Of racing claims exactly one wins.
+   */
+  async claim(principalId: string, id: string, until: Date): Promise<UploadClaim> {
+    const rows = await this.db.$queryRaw<{ id: string }[]>(Prisma.sql`
+      UPDATE uploads SET status = 'completing', claimed_until = ${until}, updated_at = now()
+       WHERE id = ${id} AND principal_id = ${principalId}::uuid AND expires_at > now()
+         AND (claimed_until IS NULL OR claimed_until < now())
+         AND status IN ('pending', 'completing')
+   RETURNING id`);
+    const upload = await this.findForOwner(principalId, id);
+    return rows.length === 1 && upload ? { won: true, upload } : { won: false, upload };
+  }
+
+  /**
+   * tus: takes the upload for one PATCH at `offset` until `until`. Only a pending tus upload whose
+   * offset is `offset` and that no other PATCH (or completion) holds can be taken: of racing PATCHes
+   * on any gateways exactly one wins, so the offset can never be corrupted.
+   */
+  async claimForPatch(principalId: string, id: string, offset: number, until: Date): Promise<boolean> {
+    const rows = await this.db.$queryRaw<{ id: string }[]>(Prisma.sql`
+      UPDATE uploads SET claimed_until = ${until}, updated_at = now()
+       WHERE id = ${id} AND principal_id = ${principalId}::uuid AND protocol = 'tus' AND status = 'pending'
+         AND expires_at > now() AND offset_bytes = ${BigInt(offset)}
+         AND (claimed_until IS NULL OR claimed_until < now())
+   RETURNING id`);
+    return rows.length === 1;
+  }
+
+  /** tus: the PATCH holding the upload adds `bytes` at `offset` and lets go of it; false when it lost the claim. */
+  async advance(principalId: string, id: string, offset: number, bytes: number): Promise<boolean> {
+    const { count } = await this.db.upload.updateMany({
+      where: { id, principalId, status: 'pending', offsetBytes: BigInt(offset) },
+      data: { offsetBytes: BigInt(offset + bytes), claimedUntil: null },
+    });
+    return count === 1;
+  }
+
+  /** tus: a PATCH that kept nothing lets go of the upload. */
+  async releasePatch(principalId: string, id: string): Promise<void> {
+    await this.db.upload.updateMany({ where: { id, principalId, status: 'pending' }, data: { claimedUntil: null } });
+  }
+
+  /** Gives a claim back: the upload is pending again (a completion that failed its checks). */
+  async unclaim(principalId: string, id: string): Promise<void> {
+    await this.db.upload.updateMany({
+      where: { id, principalId, status: 'completing' },
+      data: { status: 'pending', claimedUntil: null },
+    });
+  }
+
+  /** The claimed upload becomes completed with its file; false when the claim was lost meanwhile. */
+  async markCompleted(principalId: string, id: string, fileId: string): Promise<boolean> {
+    const { count } = await this.db.upload.updateMany({
+      where: { id, principalId, status: 'completing' },
+      data: { status: 'completed', fileId, claimedUntil: null },
+    });
+    return count === 1;
+  }
+
+  /** A pending upload becomes cancelled; null when it was not pending (the caller reads why). */
+  async markCancelled(principalId: string, id: string): Promise<UploadRow | null> {
+    const { count } = await this.db.upload.updateMany({
+      where: { id, principalId, status: 'pending' },
+      data: { status: 'cancelled' },
+    });
+    return count === 1 ? this.findForOwner(principalId, id) : null;
+  }
+
+  async addPart(
+    principalId: string,
+    part: { id: string; uploadId: string; objectId: string; bytes: number; sha256: string },
+  ): Promise<UploadPartRow> {
+    return toPart(
+      await this.db.uploadPart.create({
+        data: { ...part, bytes: BigInt(part.bytes), principalId },
+        select: PART_SELECT,
+      }),
+    );
+  }
+
+  /** Parts of the upload in the order they arrived. */
+  async listParts(principalId: string, uploadId: string): Promise<UploadPartRow[]> {
+    const parts = await this.db.uploadPart.findMany({
+      where: { uploadId, principalId },
+      orderBy: { seq: 'asc' },
+      select: PART_SELECT,
+    });
+    return parts.map(toPart);
+  }
+
+  /** Deletes every part row of the upload and returns their object ids, for the caller to release. */
+  async dropParts(principalId: string, uploadId: string): Promise<string[]> {
+    const rows = await this.db.$queryRaw<{ objectId: string }[]>(Prisma.sql`
+      DELETE FROM upload_parts WHERE upload_id = ${uploadId} AND principal_id = ${principalId}::uuid
+   RETURNING object_id::text AS "objectId"`);
+    return rows.map((row) => row.objectId);
+  }
+
+  /**
+   * Up to `limit` uploads past their expiry that are pending (or whose completion claim lapsed) become
+   * expired; their part rows are deleted and the parts' object ids returned, each once however many
+   * sweeps run.
+   */
+  async expireDue(now: Date, limit: number): Promise<string[]> {
+    const expired = await this.db.$queryRaw<{ id: string }[]>(Prisma.sql`
+      UPDATE uploads SET status = 'expired', claimed_until = NULL, updated_at = now()
+       WHERE id IN (SELECT id FROM uploads
+                     WHERE expires_at <= ${now}
+                       AND (status = 'pending' OR (status = 'completing' AND claimed_until < ${now}))
+                     ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+   RETURNING id`);
+    if (expired.length === 0) return [];
+    const rows = await this.db.$queryRaw<{ objectId: string }[]>(Prisma.sql`
+      DELETE FROM upload_parts WHERE upload_id = ANY(${expired.map((row) => row.id)}::text[])
+   RETURNING object_id::text AS "objectId"`);
+    return rows.map((row) => row.objectId);
+  }
+}
