@@ -12,6 +12,7 @@ export * from './repositories/preview.repository';
 export * from './repositories/converter-status.repository';
 export * from './repositories/archive.repository';
 export * from './repositories/maintenance.repository';
+export * from './repositories/consistency.repository';
 export * from './lifecycle/object-stager';
 export * from './lifecycle/unit-of-work';
 export * from './db.module';

@@ -236,3 +236,30 @@ export const workerConfigSchema = z.object({
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
 export type StorageConfig = z.infer<typeof storageConfigSchema>;
 export type WorkerConfig = z.infer<typeof workerConfigSchema>;
+
+/**
+ * The consistency checker (`npm run doctor`, apps/storage/src/cli/doctor.ts): an operator tool run where the
+ * storage service's S3 credentials are, with the database URL besides. Its horizons default to the services'
+ * own, so what it reports is what the services' sweeps would not fix by themselves.
+ */
+export const doctorConfigSchema = storageConfigSchema
+  .pick({
+    LOG_LEVEL: true,
+    S3_ENDPOINT: true,
+    S3_REGION: true,
+    S3_BUCKET: true,
+    S3_ACCESS_KEY_ID: true,
+    S3_SECRET_ACCESS_KEY: true,
+    S3_FORCE_PATH_STYLE: true,
+    STORAGE_ABANDONED_UPLOAD_SECONDS: true,
+  })
+  .extend({
+    ...database,
+    STALE_UPLOAD_SECONDS: workerConfigSchema.shape.STALE_UPLOAD_SECONDS,
+    /**
+     * How long a state the services settle by themselves may last before it is a finding: a bucket object with
+     * no row, a PURGING object, a pending preview or archive, a response past its deadline.
+     */
+    DOCTOR_GRACE_SECONDS: integer(15 * 60),
+  });
+export type DoctorConfig = z.infer<typeof doctorConfigSchema>;
