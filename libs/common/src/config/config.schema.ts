@@ -189,6 +189,13 @@ export const workerConfigSchema = z.object({
   SWEEP_INTERVAL_MS: integer(15_000, 1_000),
   /** An UPLOADING object older than this was left by a crashed gateway and is reclaimed. */
   STALE_UPLOAD_SECONDS: integer(24 * 3600, 60),
+  /** A PURGING object this long with no purge done gets its job again (its enqueue was lost: Redis down, say). */
+  LOST_PURGE_SECONDS: integer(60, 1),
+  /**
+   * How long a job stays claimed by a worker that stopped renewing its claim (killed, or cut off from Redis)
+   * before another worker takes it over; the claim is renewed every half of this.
+   */
+  JOB_LOCK_MS: integer(30_000, 1_000, 600_000),
   /** Rows of deleted files, containers and sessions are kept this long (cursor anchors), then pruned. */
   TOMBSTONE_RETENTION_SECONDS: integer(7 * 24 * 3600, 60),
   /** false: this worker runs no converters and takes no preview jobs. */
