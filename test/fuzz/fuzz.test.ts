@@ -124,6 +124,7 @@ describe('the fuzzer', () => {
     const indices = ONLY ?? requests.map((_, i) => i);
     const failures: { index: number; request: FuzzRequest; status: number | null; problems: string[] }[] = [];
     const kinds = new Map<string, number>();
+    const statuses = new Map<string, number>();
     const started = Date.now();
     let next = 0;
     let sent = 0;
@@ -135,6 +136,8 @@ describe('the fuzzer', () => {
         sent++;
         const kind = request.kind.replace(/ \(.*/, '');
         kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+        const status = request.disconnectAfter === undefined ? String(answer.status ?? 'none') : 'hung up';
+        statuses.set(status, (statuses.get(status) ?? 0) + 1);
         const problems = judge(request, answer);
         if (problems.length > 0) failures.push({ index, request, status: answer.status, problems });
       }
@@ -144,7 +147,11 @@ describe('the fuzzer', () => {
     const replay = `FUZZ_SEED=${SEED} FUZZ_COUNT=${COUNT} npm run fuzz`;
     console.log(
       `fuzz: ${sent} requests in ${seconds.toFixed(1)} s (${(sent / seconds).toFixed(0)}/s), seed ${SEED}; ` +
-        `replay: ${replay}\nfuzz: by route: ${[...kinds].map(([k, n]) => `${k} ${n}`).join(', ')}`,
+        `replay: ${replay}\nfuzz: by route: ${[...kinds].map(([k, n]) => `${k} ${n}`).join(', ')}` +
+        `\nfuzz: by status: ${[...statuses]
+          .sort()
+          .map(([s, n]) => `${s} ${n}`)
+          .join(', ')}`,
     );
     const shown = failures
       .slice(0, 15)
@@ -238,6 +245,9 @@ describe('the fuzzer', () => {
   });
 
   it('ends with the same processes, within their memory bound, and nothing for the doctor', async () => {
+    console.log(
+      `fuzz: RSS at the end: ${[...pids].map(([name, pid]) => `${name} ${(rssOf(pid) / 2 ** 20).toFixed(0)} MiB`).join(', ')}`,
+    );
     for (const [name, pid] of pids) {
       expect(stack.pid(name as 'gateway'), `${name} was restarted`).toBe(pid);
       expect(rssOf(pid), `${name} RSS`).toBeLessThan(RSS_BOUND);
