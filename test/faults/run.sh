@@ -16,5 +16,5 @@ if ((${#missing[@]})); then
 fi
 bash infra/local/preview-tools.sh >/dev/null
 bash infra/local/up.sh >/dev/null # the shared S3 server, where the tier's bucket lives
-npm run --silent build >/dev/null
+[[ "${UHP_SKIP_BUILD:-}" == 1 ]] || npm run --silent build >/dev/null # .ci/run: npm test just built
 exec npx vitest run --project faults "$@"

@@ -8,5 +8,5 @@ cd "$ROOT"
 [[ -d node_modules/.bin ]] || npm ci --no-audit --no-fund
 TEST_DB="uhp_test"; [[ "${UHP_TEST_SLOT:-0}" != 0 ]] && TEST_DB="uhp_test_${UHP_TEST_SLOT}"
 UHP_DATABASES="$TEST_DB" bash infra/local/up.sh >/dev/null
-npm run --silent build >/dev/null
+[[ "${UHP_SKIP_BUILD:-}" == 1 ]] || npm run --silent build >/dev/null # .ci/run: npm test just built
 exec npx vitest run --project fuzz "$@"

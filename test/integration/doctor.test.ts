@@ -1,11 +1,4 @@
-import {
-  AbortMultipartUploadCommand,
-  CreateMultipartUploadCommand,
-  DeleteBucketCommand,
-  DeleteObjectCommand,
-  ListMultipartUploadsCommand,
-  PutObjectCommand,
-} from '@aws-sdk/client-s3';
+import { CreateMultipartUploadCommand, DeleteBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
@@ -15,7 +8,7 @@ import { doctorConfigSchema, loadConfig, type DoctorConfig } from '@app/common';
 import { runDoctor } from '../../apps/storage/src/cli/doctor';
 import { scratchDatabase } from '../support/db';
 import { S3, TEST_BUCKET } from '../support/env';
-import { ensureBucket, objectExists, objectKeys, s3, unfinishedUploads } from '../support/s3';
+import { emptyBucket, ensureBucket, objectExists, s3, unfinishedUploads } from '../support/s3';
 
 // The consistency checker against a real Postgres and S3: a database and a bucket of its own (so other
 // tests' rows and objects are not its findings), each kind of inconsistency planted, found, and repaired
@@ -85,20 +78,13 @@ async function containerFile(where: { sessionId: string; containerId: string }, 
   return id;
 }
 
-async function emptyBucket(): Promise<void> {
-  for (const key of await objectKeys(BUCKET)) await s3.send(new DeleteObjectCommand({ Bucket: BUCKET, Key: key }));
-  const uploads = await s3.send(new ListMultipartUploadsCommand({ Bucket: BUCKET }));
-  for (const upload of uploads.Uploads ?? [])
-    await s3.send(new AbortMultipartUploadCommand({ Bucket: BUCKET, Key: upload.Key, UploadId: upload.UploadId }));
-}
-
 const kinds = (report: Awaited<ReturnType<typeof runDoctor>>) => report.findings.map((f) => f.kind).sort();
 
 beforeAll(async () => {
   database = await scratchDatabase('doctor');
   sql = new pg.Pool({ connectionString: database.url, max: 2 });
   await ensureBucket(BUCKET);
-  await emptyBucket(); // a previous run's leftovers
+  await emptyBucket(BUCKET); // a previous run's leftovers
   config = loadConfig(doctorConfigSchema, {
     DATABASE_URL: database.url,
     S3_ENDPOINT: S3.endpoint,
@@ -119,7 +105,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await sql?.end();
   await database?.drop();
-  await emptyBucket().catch(() => undefined);
+  await emptyBucket(BUCKET).catch(() => undefined);
   await s3.send(new DeleteBucketCommand({ Bucket: BUCKET })).catch(() => undefined);
 });
 
