@@ -23,6 +23,8 @@ export class PrivateRedis {
   }
 
   async start(): Promise<void> {
+    // Stopping it must stop what the services talk to: never adopt a server someone else left on the port.
+    if (await this.answers()) throw new Error(`port ${this.port} already has a Redis (left by a killed run?)`);
     mkdirSync(this.dir, { recursive: true });
     this.child = spawn(
       'redis-server',
