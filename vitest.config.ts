@@ -1,9 +1,11 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * Four tiers: unit specs beside the code (no I/O), the Helm chart rendered by a real helm (test/chart),
- * integration tests against the real Postgres, Redis and S3 server, end-to-end tests against the three
- * services started as processes.
+ * Four tiers run by `npm test`: unit specs beside the code (no I/O), the Helm chart rendered by a real helm
+ * (test/chart), integration tests against the real Postgres, Redis and S3 server, end-to-end tests against the
+ * three services started as processes. Two more run on their own: `faults` (`npm run test:faults`:
+ * dependencies and services killed under load, against private Postgres and Redis instances) and `fuzz`
+ * (`npm run fuzz`: seeded hostile requests).
  */
 export default defineConfig({
   resolve: { tsconfigPaths: true },
@@ -39,6 +41,20 @@ export default defineConfig({
           hookTimeout: 180_000,
           fileParallelism: false,
         },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'faults',
+          include: ['test/faults/**/*.test.ts'],
+          testTimeout: 150_000,
+          hookTimeout: 240_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        extends: true,
+        test: { name: 'fuzz', include: ['test/fuzz/**/*.test.ts'], testTimeout: 900_000, hookTimeout: 240_000 },
       },
     ],
   },

@@ -39,6 +39,21 @@ describe('sessions, containers and container files', () => {
     expect(((await broken.json()) as { error: { code: string } }).error.code).toBe('invalid_json');
   });
 
+  // Found by the fuzzer: half a UTF-16 pair reached Postgres, which refused it, and the answer was a 500.
+  it('answers 400 to a lone surrogate or a NUL in metadata or a container name', async () => {
+    const inMetadata = await api('POST', '/v1/sessions', { json: { metadata: { note: '\udfff' } } });
+    expect([inMetadata.status, inMetadata.json.error.code]).toEqual([400, 'invalid_json']);
+    const inKey = await api('POST', '/v1/sessions', { json: { metadata: { '\ud800': 'v' } } });
+    expect([inKey.status, inKey.json.error.code]).toEqual([400, 'invalid_json']);
+    const inName = await api('POST', '/v1/containers', { json: { name: '\udfff', file_ids: [] } });
+    expect([inName.status, inName.json.error.code]).toEqual([400, 'invalid_json']);
+    // And U+0000, which Postgres does not store: found by the fuzzer (seed 20261203, case 8026).
+    const nul = await api('POST', '/v1/sessions', { json: { metadata: { note: 'a\u0000b' } } });
+    expect([nul.status, nul.json.error.code, nul.json.error.param]).toEqual([400, 'invalid_request', 'metadata']);
+    const nulName = await api('POST', '/v1/containers', { json: { name: 'a\u0000b' } });
+    expect([nulName.status, nulName.json.error.param]).toEqual([400, 'name']);
+  });
+
   it('uploads into a container and copies an uploaded file in without a second copy of the bytes', async () => {
     const session = await newSession();
     const data = randomBytes(5000);

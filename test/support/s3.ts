@@ -1,5 +1,7 @@
 import {
+  AbortMultipartUploadCommand,
   CreateBucketCommand,
+  DeleteObjectCommand,
   ListMultipartUploadsCommand,
   ListObjectsV2Command,
   S3Client,
@@ -22,6 +24,14 @@ export async function ensureBucket(bucket = TEST_BUCKET): Promise<void> {
     const name = (error as Error).name;
     if (name !== 'BucketAlreadyOwnedByYou' && name !== 'BucketAlreadyExists') throw error;
   }
+}
+
+/** Deletes every object and aborts every unfinished upload of a bucket of a test's own. */
+export async function emptyBucket(bucket: string): Promise<void> {
+  for (const key of await objectKeys(bucket)) await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
+  const uploads = await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
+  for (const upload of uploads.Uploads ?? [])
+    await s3.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: upload.Key, UploadId: upload.UploadId }));
 }
 
 export async function unfinishedUploads(bucket = TEST_BUCKET): Promise<string[]> {

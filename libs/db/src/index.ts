@@ -14,6 +14,7 @@ export * from './repositories/archive.repository';
 export * from './repositories/maintenance.repository';
 export * from './repositories/upload.repository';
 export * from './repositories/s3-multipart.repository';
+export * from './repositories/consistency.repository';
 export * from './lifecycle/object-stager';
 export * from './lifecycle/unit-of-work';
 export * from './db.module';

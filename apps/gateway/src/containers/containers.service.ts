@@ -36,6 +36,8 @@ export class ContainersService {
     const name = body.name;
     if (name !== undefined && name !== null && (typeof name !== 'string' || name.length > MAX_NAME_LENGTH))
       throw ApiError.invalid(`name must be a string of at most ${MAX_NAME_LENGTH} characters.`, 'name');
+    if (typeof name === 'string' && name.includes('\u0000'))
+      throw ApiError.invalid('name cannot hold U+0000 (Postgres stores no NUL).', 'name');
     const fileIds = body.file_ids ?? [];
     if (!Array.isArray(fileIds) || fileIds.length > MAX_FILE_IDS)
       throw ApiError.invalid(`file_ids must be an array of at most ${MAX_FILE_IDS} file ids.`, 'file_ids');

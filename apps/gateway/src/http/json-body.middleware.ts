@@ -101,6 +101,33 @@ export class JsonBodyMiddleware implements NestMiddleware {
     } catch {
       throw new ApiError('invalid_json', 'The request body is not valid JSON.');
     }
+    if (holdsLoneSurrogate(req.body))
+      throw new ApiError(
+        'invalid_json',
+        'The body holds a lone surrogate escape (such as \\udfff): that is not Unicode text.',
+      );
     next();
   }
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * JSON may escape half of a UTF-16 pair (`"\udfff"`); JavaScript keeps it, Postgres refuses it (a 500 the
+ * fuzzer found in session metadata and container names). Keys and strings at any depth, without recursion.
+ */
+export function holdsLoneSurrogate(value: unknown): boolean {
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const next = pending.pop();
+    if (typeof next === 'string') {
+      if (LONE_SURROGATE.test(next)) return true;
+    } else if (Array.isArray(next)) pending.push(...next);
+    else if (next && typeof next === 'object')
+      for (const [key, inner] of Object.entries(next)) {
+        if (LONE_SURROGATE.test(key)) return true;
+        pending.push(inner);
+      }
+  }
+  return false;
 }

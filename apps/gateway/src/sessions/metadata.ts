@@ -16,6 +16,9 @@ export function acceptMetadata(value: unknown, param = 'metadata'): Record<strin
       throw ApiError.invalid(`metadata keys are 1 to ${MAX_KEY_LENGTH} characters.`, param);
     if (typeof item !== 'string' || item.length > MAX_VALUE_LENGTH)
       throw ApiError.invalid(`metadata values are strings of at most ${MAX_VALUE_LENGTH} characters.`, param);
+    // Postgres stores no U+0000 (a 500 the fuzzer found); nor would a client read it back intact.
+    if (key.includes('\u0000') || item.includes('\u0000'))
+      throw ApiError.invalid('metadata keys and values cannot hold U+0000.', param);
   }
   return Object.fromEntries(entries) as Record<string, string>;
 }

@@ -107,6 +107,9 @@ export class UploadReceiver {
       });
       parser.on('field', (name, value, info) => {
         if (failure) return;
+        // Busboy hands a part whose filename is empty (or absent) over as a field: it is the file part, unnamed.
+        if (name === 'file')
+          return fail(new ApiError('invalid_filename', 'The file part has an empty filename.', 'file'));
         if (info.valueTruncated) return fail(new ApiError('invalid_multipart', `The field ${name} is too long.`, name));
         try {
           checkField(name, value);

@@ -12,11 +12,12 @@ import {
 } from '@app/common';
 import { JOB, parseJobPayload, QUEUE } from '@app/contracts';
 import { ActiveJobs } from '../jobs/active-jobs';
+import { runWorker } from '../jobs/run-worker';
 import { JobMetrics } from '../jobs/job-metrics';
 import { ArchiveBuildService } from './archive-build.service';
 
 /** Consumer of the archive queue: one build-archive job per archive row. */
-@Processor(QUEUE.archive)
+@Processor(QUEUE.archive, { autorun: false })
 export class ArchiveProcessor extends WorkerHost implements OnApplicationBootstrap {
   private readonly active = new ActiveJobs();
   private readonly handlers: JobHandlers<typeof QUEUE.archive> = {
@@ -40,6 +41,7 @@ export class ArchiveProcessor extends WorkerHost implements OnApplicationBootstr
   onApplicationBootstrap(): void {
     this.worker.concurrency = this.config.ARCHIVE_CONCURRENCY;
     this.shutdown.onDrain(QUEUE.archive, (grace) => this.active.drain(this.worker, grace, this.logger));
+    runWorker(this.worker, this.config.JOB_LOCK_MS);
   }
 
   process(job: Job, token?: string): Promise<unknown> {

@@ -12,6 +12,7 @@ import {
 } from '@app/common';
 import { JOB, QUEUE } from '@app/contracts';
 import { ActiveJobs } from '../jobs/active-jobs';
+import { runWorker } from '../jobs/run-worker';
 import { toConversionError } from './conversion.error';
 import { PreviewConversionService } from './preview-conversion.service';
 
@@ -63,7 +64,7 @@ export class PreviewProcessor extends WorkerHost implements OnApplicationBootstr
     if (!this.config.PREVIEW_ENABLED) return;
     this.worker.concurrency = this.config.PREVIEW_CONCURRENCY;
     this.shutdown.onDrain(QUEUE.preview, (grace) => this.active.drain(this.worker, grace, this.logger));
-    void this.worker.run();
+    runWorker(this.worker, this.config.JOB_LOCK_MS);
   }
 
   process(job: Job, token?: string): Promise<unknown> {

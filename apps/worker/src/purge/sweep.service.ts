@@ -4,14 +4,14 @@ import { PREVIEW_PIPELINE_VERSION } from '@app/contracts';
 import { MaintenanceRepository, ResponseRepository, StoredObjectRepository, UnitOfWork, type Work } from '@app/db';
 
 const BATCH = 500;
-/** A PURGING object this old with no job in sight gets one (its enqueue was lost). */
-const LOST_PURGE_AFTER_MS = 60_000;
 /** A response still in progress this long past its deadline lost its gateway (crash, restart). */
 const OVERDUE_RESPONSE_GRACE_MS = 60_000;
 
 export interface SweepSettings {
   staleUploadSeconds: number;
   deletedRowRetentionSeconds: number;
+  /** A PURGING object this old with no job in sight gets one (its enqueue was lost). */
+  lostPurgeSeconds: number;
 }
 
 export interface SweepResult {
@@ -55,7 +55,7 @@ export class SweepService {
       return objectIds.length;
     });
     const reclaimed = await this.objects.reclaimStaleUploads(new Date(Date.now() - settings.staleUploadSeconds * 1000));
-    const lost = await this.objects.listPurgingSince(new Date(Date.now() - LOST_PURGE_AFTER_MS), 1000);
+    const lost = await this.objects.listPurgingSince(new Date(Date.now() - settings.lostPurgeSeconds * 1000), 1000);
     await this.jobs.purge([...reclaimed, ...lost]);
     const interrupted = await this.responses.failOverdue(new Date(Date.now() - OVERDUE_RESPONSE_GRACE_MS), {
       code: 'interrupted',

@@ -180,14 +180,20 @@ const storageSettings = z.object({
   STORAGE_SWEEP_INTERVAL_MS: integer(10 * 60_000, 0),
 });
 
-export const storageConfigSchema = storageSettings.superRefine((config, context) => {
+/** Both S3 keys or neither: half a pair is a mistake, not a request for the SDK's default chain. */
+const bothS3KeysOrNeither = (
+  config: { S3_ACCESS_KEY_ID?: string; S3_SECRET_ACCESS_KEY?: string },
+  context: z.RefinementCtx,
+) => {
   if ((config.S3_ACCESS_KEY_ID === undefined) !== (config.S3_SECRET_ACCESS_KEY === undefined))
     context.addIssue({
       code: 'custom',
       path: [config.S3_ACCESS_KEY_ID === undefined ? 'S3_ACCESS_KEY_ID' : 'S3_SECRET_ACCESS_KEY'],
       message: 'set both S3 keys, or neither (then the AWS SDK default credential chain is used)',
     });
-});
+};
+
+export const storageConfigSchema = storageSettings.superRefine(bothS3KeysOrNeither);
 
 /** The static S3 keys when both are set; undefined leaves the AWS SDK to its default credential chain. */
 export const staticS3CredentialsOf = (config: { S3_ACCESS_KEY_ID?: string; S3_SECRET_ACCESS_KEY?: string }) =>
@@ -219,6 +225,13 @@ export const workerConfigSchema = z.object({
   SWEEP_INTERVAL_MS: integer(15_000, 1_000),
   /** An UPLOADING object older than this was left by a crashed gateway and is reclaimed. */
   STALE_UPLOAD_SECONDS: integer(24 * 3600, 60),
+  /** A PURGING object this long with no purge done gets its job again (its enqueue was lost: Redis down, say). */
+  LOST_PURGE_SECONDS: integer(60, 1),
+  /**
+   * How long a job stays claimed by a worker that stopped renewing its claim (killed, or cut off from Redis)
+   * before another worker takes it over; the claim is renewed every half of this.
+   */
+  JOB_LOCK_MS: integer(30_000, 1_000, 600_000),
   /** Rows of deleted files, containers and sessions are kept this long (cursor anchors), then pruned. */
   TOMBSTONE_RETENTION_SECONDS: integer(7 * 24 * 3600, 60),
   /** false: this worker runs no converters and takes no preview jobs. */
@@ -266,3 +279,31 @@ export const workerConfigSchema = z.object({
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
 export type StorageConfig = z.infer<typeof storageConfigSchema>;
 export type WorkerConfig = z.infer<typeof workerConfigSchema>;
+
+/**
+ * The consistency checker (`npm run doctor`, apps/storage/src/cli/doctor.ts): an operator tool run where the
+ * storage service's S3 credentials are, with the database URL besides. Its horizons default to the services'
+ * own, so what it reports is what the services' sweeps would not fix by themselves.
+ */
+export const doctorConfigSchema = storageSettings
+  .pick({
+    LOG_LEVEL: true,
+    S3_ENDPOINT: true,
+    S3_REGION: true,
+    S3_BUCKET: true,
+    S3_ACCESS_KEY_ID: true,
+    S3_SECRET_ACCESS_KEY: true,
+    S3_FORCE_PATH_STYLE: true,
+    STORAGE_ABANDONED_UPLOAD_SECONDS: true,
+  })
+  .extend({
+    ...database,
+    STALE_UPLOAD_SECONDS: workerConfigSchema.shape.STALE_UPLOAD_SECONDS,
+    /**
+     * How long a state the services settle by themselves may last before it is a finding: a bucket object with
+     * no row, a PURGING object, a pending preview or archive, a response past its deadline.
+     */
+    DOCTOR_GRACE_SECONDS: integer(15 * 60),
+  })
+  .superRefine(bothS3KeysOrNeither);
+export type DoctorConfig = z.infer<typeof doctorConfigSchema>;

@@ -2,6 +2,7 @@ import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException } from '
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { ApiError, ClientGoneError, NO_RETRY_HEADERS } from './api-error';
+import { isDependencyUnavailable } from './dependency-errors';
 import { type DrainLimits, drainRequest } from './drain';
 
 /** Turns anything thrown while serving a request into the contract's error body (docs/api.md §1). */
@@ -15,6 +16,8 @@ export function toApiError(exception: unknown): ApiError {
     if (status === 415) return new ApiError('unsupported_media_type', 'Unsupported media type.');
     if (status >= 400 && status < 500) return new ApiError('invalid_request', exception.message);
   }
+  if (isDependencyUnavailable(exception))
+    return new ApiError('service_unavailable', 'A service this request needs is unavailable; try again.');
   return new ApiError('internal_error', 'The server failed to handle this request.');
 }
 
@@ -41,7 +44,8 @@ export class ApiErrorFilter implements ExceptionFilter {
     if (error.code === 'internal_error') {
       this.logger.error({ err: exception }, 'unhandled error');
     } else if (error.status >= 500) {
-      this.logger.warn({ code: error.code, message: error.message }, 'request failed');
+      const cause = error === exception ? undefined : (exception as Error)?.message?.slice(-300);
+      this.logger.warn({ code: error.code, message: error.message, cause }, 'request failed');
     }
     if (res.headersSent) {
       // Never write after the headers: the client sees a cut-off body and must retry.

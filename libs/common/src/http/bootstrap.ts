@@ -11,6 +11,7 @@ import { httpContextMiddleware } from '../logging/http-context.middleware';
 import { PinoNestLogger } from '../logging/logger';
 import { GracefulShutdown } from '../lifecycle/graceful-shutdown';
 import { httpMetrics } from '../metrics/metrics';
+import { answerClientError } from './client-error';
 
 export interface ServeOptions {
   module: Type<unknown>;
@@ -69,6 +70,7 @@ export async function serve(options: ServeOptions): Promise<INestApplication> {
   app.useGlobalInterceptors(new HandlerCounter(handlers));
   // Uploads and downloads of gigabytes outlast any total limit: bodies have an idle limit instead
   // (transfer-timeouts.ts). Headers must arrive in time; idle keep-alive connections close.
+  server.on('clientError', answerClientError);
   server.requestTimeout = 0;
   server.headersTimeout = options.http.headersMs;
   server.keepAliveTimeout = options.http.keepAliveMs;
