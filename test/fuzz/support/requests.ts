@@ -384,6 +384,33 @@ const multipart = fc
   });
 
 /** Every route of docs/api.md, with the abuse that fits it. */
+/** tus headers, each present or not, with hostile values beside valid ones. */
+const tusHeaders = fc
+  .record(
+    {
+      version: fc.oneof(fc.constantFrom('1.0.0', '0.2.2', ''), evilString.map(headerSafe)),
+      length: evilNumber,
+      offset: evilNumber,
+      metadata: fc.oneof(
+        fc.constantFrom('filename dGVzdC50eHQ=,purpose dXNlcl9kYXRh', 'filename', 'filename @@@', ',,,', 'a b c'),
+        evilString.map(headerSafe),
+      ),
+      contentType: fc.constantFrom('application/offset+octet-stream', 'text/plain', ''),
+      checksum: fc.constantFrom('sha1 AAAA', 'sha256 @@', 'md5 x', 'sha1', ''),
+    },
+    { requiredKeys: [] },
+  )
+  .map((h) => {
+    const headers: [string, string][] = [];
+    if (h.version !== undefined) headers.push(['tus-resumable', h.version]);
+    if (h.length !== undefined) headers.push(['upload-length', headerSafe(h.length)]);
+    if (h.offset !== undefined) headers.push(['upload-offset', headerSafe(h.offset)]);
+    if (h.metadata !== undefined) headers.push(['upload-metadata', h.metadata]);
+    if (h.contentType !== undefined) headers.push(['content-type', h.contentType]);
+    if (h.checksum !== undefined) headers.push(['upload-checksum', h.checksum]);
+    return headers;
+  });
+
 export function requestArbitrary(f: Fixtures): fc.Arbitrary<FuzzRequest> {
   const fileId = idFor([f.fileId, f.pdfFileId], [f.bobFileId], 'file_');
   const sessionId = idFor([f.sessionId], [f.bobSessionId], 'sess_');
@@ -392,6 +419,8 @@ export function requestArbitrary(f: Fixtures): fc.Arbitrary<FuzzRequest> {
   const victimFile = idFor(f.victims.fileIds, [f.bobFileId], 'file_');
   const victimSession = idFor(f.victims.sessionIds, [f.bobSessionId], 'sess_');
   const victimContainer = idFor(f.victims.containerIds, [f.bobContainerId], 'cntr_');
+  // Resumable uploads: no fixture of their own; well-formed unknown ids and malformed ones.
+  const uploadId = idFor([`upload_${'0'.repeat(24)}`], [], 'upload_');
 
   const get = (kind: string, path: fc.Arbitrary<string>, extra: fc.Arbitrary<[string, string][]> = fc.constant([])) =>
     fc.tuple(path, auth(f), extraHeaders, extra).map(([p, a, x, e]): FuzzRequest => ({
@@ -616,6 +645,63 @@ export function requestArbitrary(f: Fixtures): fc.Arbitrary<FuzzRequest> {
       'get response',
       idFor(['resp_000000000000000000000000'], [], 'resp_').map((id) => `/v1/responses/${id}`),
     ),
+    postJson('new upload', fc.constant('/v1/uploads'), {
+      filename: fc.oneof(evilString, fc.jsonValue()),
+      purpose: fc.oneof(purpose, fc.jsonValue()),
+      bytes: fc.oneof(evilNumber.map(Number), evilNumber, fc.jsonValue()),
+      mime_type: fc.oneof(fc.constantFrom('text/plain', 'application/pdf', ''), evilString),
+      expires_after: fc.oneof(
+        fc.record({ anchor: fc.oneof(fc.constant('created_at'), evilString), seconds: evilNumber.map(Number) }),
+        fc.jsonValue(),
+      ),
+    }),
+    get(
+      'get upload',
+      uploadId.map((id) => `/v1/uploads/${id}`),
+    ),
+    get(
+      'upload parts',
+      uploadId.map((id) => `/v1/uploads/${id}/parts`),
+    ),
+    postMultipart(
+      'upload part',
+      uploadId.map((id) => `/v1/uploads/${id}/parts`),
+    ),
+    postJson(
+      'complete upload',
+      uploadId.map((id) => `/v1/uploads/${id}/complete`),
+      {
+        part_ids: fc.oneof(fc.array(idFor([`part_${'0'.repeat(24)}`], [], 'part_'), { maxLength: 3 }), fc.jsonValue()),
+        md5: fc.oneof(evilString, fc.jsonValue()),
+      },
+    ),
+    postJson(
+      'cancel upload',
+      uploadId.map((id) => `/v1/uploads/${id}/cancel`),
+      {},
+    ),
+    fc.tuple(auth(f), tusHeaders, fc.uint8Array({ maxLength: 64 })).map(([a, t, body]): FuzzRequest => ({
+      kind: 'tus create',
+      method: 'POST',
+      path: '/v1/tus',
+      headers: [...a, ...t],
+      body: Buffer.from(body),
+    })),
+    fc
+      .tuple(
+        fc.constantFrom('HEAD', 'PATCH', 'DELETE', 'OPTIONS'),
+        fc.oneof(uploadId, evilString.map(percent)),
+        auth(f),
+        tusHeaders,
+        fc.uint8Array({ maxLength: 64 }),
+      )
+      .map(([method, id, a, t, body]): FuzzRequest => ({
+        kind: `tus ${method.toLowerCase()}`,
+        method,
+        path: `/v1/tus/${id}`,
+        headers: [...a, ...t],
+        body: method === 'PATCH' ? Buffer.from(body) : Buffer.alloc(0),
+      })),
   ];
 
   const wellFormed = fc.oneof(...routes);
