@@ -48,6 +48,14 @@ const REPOSITORIES: Array<new (db: PrismaService) => unknown> = [
   UploadRepository,
 ];
 
+/** The process's one Prisma client, from its config's DATABASE_URL and pool size. */
+const prismaProvider = {
+  provide: PrismaService,
+  useFactory: (config: { DATABASE_URL: string; DATABASE_POOL_SIZE: number }) =>
+    new PrismaService(config.DATABASE_URL, config.DATABASE_POOL_SIZE),
+  inject: [APP_CONFIG],
+};
+
 /**
  * Postgres through Prisma: the repositories, the object stager and the unit of work, for any app whose
  * config has DATABASE_URL. Needs the object store and the job bus (PlatformIoModule).
@@ -55,12 +63,7 @@ const REPOSITORIES: Array<new (db: PrismaService) => unknown> = [
 @Global()
 @Module({
   providers: [
-    {
-      provide: PrismaService,
-      useFactory: (config: { DATABASE_URL: string; DATABASE_POOL_SIZE: number }) =>
-        new PrismaService(config.DATABASE_URL, config.DATABASE_POOL_SIZE),
-      inject: [APP_CONFIG],
-    },
+    prismaProvider,
     PrismaLifecycle,
     DatabaseHealth,
     ...REPOSITORIES.map(repository),
@@ -76,17 +79,7 @@ export class DbModule {}
  * (S3MultipartRepository) and the database's readiness. No object stager, no job bus: storage is below them.
  */
 @Module({
-  providers: [
-    {
-      provide: PrismaService,
-      useFactory: (config: { DATABASE_URL: string; DATABASE_POOL_SIZE: number }) =>
-        new PrismaService(config.DATABASE_URL, config.DATABASE_POOL_SIZE),
-      inject: [APP_CONFIG],
-    },
-    PrismaLifecycle,
-    DatabaseHealth,
-    repository(S3MultipartRepository),
-  ],
+  providers: [prismaProvider, PrismaLifecycle, DatabaseHealth, repository(S3MultipartRepository)],
   exports: [DatabaseHealth, S3MultipartRepository],
 })
 export class MultipartJournalModule {}

@@ -4,11 +4,11 @@ import {
   HeadObjectCommand,
   ListMultipartUploadsCommand,
   ListObjectsV2Command,
-  ListPartsCommand,
   S3Client,
   S3ServiceException,
 } from '@aws-sdk/client-s3';
 import { staticS3CredentialsOf, type DoctorConfig } from '@app/common';
+import { lastPartOf } from '../objects/last-part';
 
 export interface BucketObject {
   key: string;
@@ -76,18 +76,8 @@ export class BucketInventoryClient {
   }
 
   /** When the newest part of an unfinished upload arrived; null when it has none. */
-  async lastPartAt(key: string, uploadId: string): Promise<Date | null> {
-    let latest: Date | null = null;
-    let marker: string | undefined;
-    for (;;) {
-      const page = await this.s3.send(
-        new ListPartsCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumberMarker: marker }),
-      );
-      for (const part of page.Parts ?? [])
-        if (part.LastModified && (!latest || part.LastModified > latest)) latest = part.LastModified;
-      if (!page.IsTruncated) return latest;
-      marker = page.NextPartNumberMarker;
-    }
+  lastPartAt(key: string, uploadId: string): Promise<Date | null> {
+    return lastPartOf(this.s3, this.bucket, key, uploadId);
   }
 
   /** The size of an object, or null when there is none (to confirm a finding before reporting it). */

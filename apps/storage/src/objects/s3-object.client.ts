@@ -6,7 +6,6 @@ import {
   HeadObjectCommand,
   PutObjectCommand,
   ListMultipartUploadsCommand,
-  ListPartsCommand,
   S3Client,
   S3ServiceException,
 } from '@aws-sdk/client-s3';
@@ -21,6 +20,7 @@ import {
   uploadStream,
 } from './multipart-upload';
 import { PartBufferPool } from './part-buffer-pool';
+import { lastPartOf } from './last-part';
 
 export interface ObjectRead {
   body: Readable;
@@ -199,18 +199,8 @@ export class S3ObjectClient {
   }
 
   /** When the newest part of an unfinished multipart upload arrived; null when it has none yet. */
-  async lastPartAt(key: string, uploadId: string): Promise<Date | null> {
-    let latest: Date | null = null;
-    let marker: string | undefined;
-    for (;;) {
-      const page = await this.s3.send(
-        new ListPartsCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumberMarker: marker }),
-      );
-      for (const part of page.Parts ?? [])
-        if (part.LastModified && (!latest || part.LastModified > latest)) latest = part.LastModified;
-      if (!page.IsTruncated) return latest;
-      marker = page.NextPartNumberMarker;
-    }
+  lastPartAt(key: string, uploadId: string): Promise<Date | null> {
+    return lastPartOf(this.s3, this.bucket, key, uploadId);
   }
 
   async ping(): Promise<void> {
