@@ -5,7 +5,7 @@ import { api } from '../support/api';
 import { count, db } from '../support/db';
 import { E2E_BASE_URL, E2E_PORT_BASE, KEYS, testPort } from '../support/env';
 import { pollUntil } from '../support/poll';
-import { objectExists } from '../support/s3';
+import { objectExists, unfinishedUploads } from '../support/s3';
 import { Stack } from '../support/stack';
 
 const MiB = 1024 * 1024;
@@ -22,9 +22,24 @@ async function partKeys(uploadId: string): Promise<string[]> {
   return rows.map((row) => row.key as string);
 }
 
-async function allGone(keys: string[]): Promise<boolean> {
-  for (const key of keys) if (await objectExists(key)) return false;
+/** The key of the upload's own multipart upload (its blocks), or null for an upload under 5 MiB. */
+async function uploadKey(uploadId: string): Promise<string | null> {
+  const { rows } = await db.query('SELECT storage_key AS key FROM uploads WHERE id = $1', [uploadId]);
+  return (rows[0]?.key as string | null) ?? null;
+}
+
+/** Nothing of these keys is left: no object, and no unfinished multipart upload. */
+async function allGone(keys: (string | null)[]): Promise<boolean> {
+  const unfinished = (await unfinishedUploads()).map((entry) => entry.split('#')[0]);
+  for (const key of keys) {
+    if (key === null) continue;
+    if (unfinished.includes(key) || (await objectExists(key))) return false;
+  }
   return true;
+}
+
+async function fileStatus(fileId: string): Promise<{ status: string; sha256: string | null }> {
+  return (await api('GET', `/v1/files/${fileId}`)).json;
 }
 
 async function sendParts(uploadId: string, chunks: Buffer[], inFlight: number): Promise<string[]> {
@@ -68,8 +83,11 @@ describe('resumable uploads with the official openai SDK (uploads.*)', () => {
     const listed = await api('GET', `/v1/uploads/${upload.id}/parts`);
     expect(listed.json.data).toHaveLength(9);
     expect(listed.json.data.every((part: { bytes: number }) => part.bytes === 25 * MiB)).toBe(true);
-    const keys = await partKeys(upload.id);
-    expect(keys).toHaveLength(9);
+    // 25 MiB parts are blocks of the upload's own multipart upload, not objects of their own.
+    expect(await partKeys(upload.id)).toHaveLength(0);
+    const keys = [await uploadKey(upload.id)];
+    expect(keys[0]).toMatch(/^uploads\//);
+    expect(await unfinishedUploads()).toContainEqual(expect.stringMatching(new RegExp(`^${keys[0]}#`)));
 
     const started = Date.now();
     const completed = await client.uploads.complete(upload.id, { part_ids: ids, md5: hex('md5', data) });
@@ -85,9 +103,72 @@ describe('resumable uploads with the official openai SDK (uploads.*)', () => {
     expect((await client.uploads.complete(upload.id, { part_ids: ids })).file?.id).toBe(file.id);
     expect((await client.files.retrieve(file.id)).bytes).toBe(data.length);
     expect(await downloadSha256(file.id)).toBe(hex('sha256', data));
-    // Every part, the unused one too, leaves the bucket and the tables.
+    // Every part, the unused one too, leaves the bucket and the tables: the staged blocks' object goes.
     await pollUntil(() => allGone(keys), 'the parts are purged from the bucket', 60_000);
     expect(await count('SELECT count(*) FROM upload_parts WHERE upload_id = $1', [upload.id])).toBe(0);
+    await client.files.delete(file.id);
+  });
+
+  it('parts sent front to back join without a copy: "uploaded" at once, downloadable, then "processed"', async () => {
+    const data = randomBytes(4 * 8 * MiB + 3 * MiB);
+    const chunks = [0, 1, 2, 3, 4].map((i) => data.subarray(i * 8 * MiB, Math.min(data.length, (i + 1) * 8 * MiB)));
+    const upload = await client.uploads.create({
+      bytes: data.length,
+      filename: 'ordered.bin',
+      mime_type: 'application/octet-stream',
+      purpose: 'user_data',
+    });
+    const key = await uploadKey(upload.id);
+    const ids: string[] = [];
+    for (const chunk of chunks)
+      ids.push((await client.uploads.parts.create(upload.id, { data: await toFile(chunk, 'p') })).id);
+    // Four blocks and a 3 MiB last part (an object, copied in as the last S3 part).
+    const smallKeys = await partKeys(upload.id);
+    expect(smallKeys).toHaveLength(1);
+    const done = await client.uploads.complete(upload.id, { part_ids: ids });
+    const file = done.file as unknown as { id: string; status: string; sha256: string | null; bytes: number };
+    expect(file.bytes).toBe(data.length);
+    expect(file.status).toBe('uploaded');
+    expect(file.sha256).toBeNull();
+    // The file's object is the multipart upload's own key: nothing was copied.
+    expect(
+      (
+        await db.query(
+          'SELECT o.storage_key AS key FROM files f JOIN stored_objects o ON o.id = f.object_id WHERE f.id = $1',
+          [file.id],
+        )
+      ).rows[0].key,
+    ).toBe(key);
+    expect(await downloadSha256(file.id)).toBe(hex('sha256', data));
+    await pollUntil(
+      async () => (await fileStatus(file.id)).status === 'processed',
+      'the worker hashes the file',
+      60_000,
+    );
+    expect((await fileStatus(file.id)).sha256).toBe(hex('sha256', data));
+    await pollUntil(() => allGone(smallKeys), 'the small part is purged', 30_000);
+    expect(await unfinishedUploads()).not.toContainEqual(expect.stringMatching(new RegExp(`^${key}#`)));
+    await client.files.delete(file.id);
+    await pollUntil(() => allGone([key]), 'the deleted file leaves the bucket', 30_000);
+  });
+
+  it('an unused part in the multipart upload: named parts in order still make the file, by the staged path', async () => {
+    const data = randomBytes(12 * MiB);
+    const upload = await client.uploads.create({
+      bytes: data.length,
+      filename: 'unused.bin',
+      mime_type: 'application/octet-stream',
+      purpose: 'user_data',
+    });
+    const first = await client.uploads.parts.create(upload.id, { data: await toFile(data.subarray(0, 6 * MiB), 'a') });
+    await client.uploads.parts.create(upload.id, { data: await toFile(randomBytes(6 * MiB), 'unused') });
+    const second = await client.uploads.parts.create(upload.id, { data: await toFile(data.subarray(6 * MiB), 'b') });
+    const done = await client.uploads.complete(upload.id, { part_ids: [first.id, second.id] });
+    const file = done.file as unknown as { id: string; status: string; sha256: string };
+    expect(file).toMatchObject({ status: 'processed', sha256: hex('sha256', data) });
+    expect(await downloadSha256(file.id)).toBe(hex('sha256', data));
+    const key = await uploadKey(upload.id);
+    await pollUntil(() => allGone([key]), 'the staged parts leave the bucket', 30_000);
     await client.files.delete(file.id);
   });
 
@@ -152,7 +233,8 @@ describe('resumable uploads with the official openai SDK (uploads.*)', () => {
     });
     await client.uploads.parts.create(upload.id, { data: await toFile(randomBytes(6 * MiB), 'p') });
     await client.uploads.parts.create(upload.id, { data: await toFile(randomBytes(1 * MiB), 'p') });
-    const keys = await partKeys(upload.id);
+    // One block (in the multipart upload) and one small part (an object).
+    const keys = [...(await partKeys(upload.id)), await uploadKey(upload.id)];
     expect(keys).toHaveLength(2);
     const cancelled = await client.uploads.cancel(upload.id);
     expect(cancelled.status).toBe('cancelled');
@@ -231,7 +313,9 @@ describe('two gateway processes taking turns on one upload', () => {
     expect(latePart).toBeInstanceOf(OpenAI.ConflictError);
     const won = await first;
     expect(won.status).toBe('completed');
-    expect((won.file as unknown as { sha256: string }).sha256).toBe(hex('sha256', data));
+    // Blocks named in the order the gateways took them join without a copy: hashed later, by the worker.
+    await pollUntil(async () => (await fileStatus(won.file!.id)).status === 'processed', 'the file is hashed', 60_000);
+    expect((await fileStatus(won.file!.id)).sha256).toBe(hex('sha256', data));
     const again = await other.uploads.complete(upload.id, { part_ids: [p1.id, p2.id] });
     expect(again.file?.id).toBe(won.file?.id);
   });

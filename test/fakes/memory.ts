@@ -25,7 +25,7 @@ export interface FileRecord {
   filename: string;
   bytes: bigint;
   contentType: string;
-  sha256: string;
+  sha256: string | null;
   purpose: FilePurpose;
   createdAt: Date;
   expiresAt: Date | null;
@@ -62,7 +62,7 @@ export interface ContainerFileRecord {
   filename: string;
   bytes: bigint;
   contentType: string;
-  sha256: string;
+  sha256: string | null;
   source: 'user' | 'assistant';
   responseId: string | null;
   createdAt: Date;

@@ -10,7 +10,16 @@ import {
   type PutOptions,
   type QueueDepth,
 } from '@app/common';
-import type { ComposedObjectReceipt, JobName, JobPayloads, StoredObjectReceipt } from '@app/contracts';
+import {
+  type CompletedBlocksReceipt,
+  type ComposedObjectReceipt,
+  type ComposeSource,
+  type HashedObjectReceipt,
+  type JobName,
+  type JobPayloads,
+  MIN_BLOCK_BYTES,
+  type StoredObjectReceipt,
+} from '@app/contracts';
 import { ObjectStager, UnitOfWork, UploadRepository, Work, type RunOptions, type StagedObject } from '@app/db';
 import { Memory, UNBOUND } from './memory';
 import {
@@ -30,14 +39,82 @@ export const silentLogger = pino({ level: 'silent' });
 /** Object bytes in a map: the store's contract (cap, hash, ranges, abort) without a server. */
 export class InMemoryObjectStore extends ObjectStore {
   readonly objects = new Map<string, Buffer>();
+  /** Open multipart uploads: upload id → key and its blocks' bytes. */
+  readonly multiparts = new Map<string, { key: string; blocks: Map<number, Buffer> }>();
+  private nextUploadId = 0;
 
-  async compose(key: string, sources: string[]): Promise<ComposedObjectReceipt> {
-    const parts = sources.map((source) => this.objects.get(source));
+  async compose(key: string, sources: ComposeSource[]): Promise<ComposedObjectReceipt> {
+    const parts = sources.map((source) =>
+      typeof source === 'string'
+        ? this.objects.get(source)
+        : this.objects.get(source.key)?.subarray(source.start, source.end + 1),
+    );
     if (parts.some((part) => !part)) throw new ApiError('not_found', 'No such object.');
     const joined = Buffer.concat(parts as Buffer[]);
     this.objects.set(key, joined);
-    const hash = (name: string) => createHash(name).update(joined).digest('hex');
-    return { key, bytes: joined.length, sha256: hash('sha256'), md5: hash('md5') };
+    return this.hash(key);
+  }
+
+  async hash(key: string): Promise<HashedObjectReceipt> {
+    const bytes = this.objects.get(key);
+    if (!bytes) throw ApiError.notFound('object');
+    const hash = (name: string) => createHash(name).update(bytes).digest('hex');
+    return { key, bytes: bytes.length, sha256: hash('sha256'), md5: hash('md5') };
+  }
+
+  async openMultipart(key: string): Promise<string> {
+    const uploadId = `mp-${++this.nextUploadId}`;
+    this.multiparts.set(uploadId, { key, blocks: new Map() });
+    return uploadId;
+  }
+
+  async putBlock(
+    key: string,
+    uploadId: string,
+    block: number,
+    body: Readable,
+    options: PutOptions,
+  ): Promise<StoredObjectReceipt> {
+    const upload = this.multiparts.get(uploadId);
+    if (!upload || upload.key !== key) throw ApiError.notFound('object');
+    const receipt = await this.put(`${key}#block`, body, options);
+    const bytes = this.objects.get(`${key}#block`)!;
+    this.objects.delete(`${key}#block`);
+    if (bytes.length < MIN_BLOCK_BYTES) throw ApiError.invalid('A block is at least 5 MiB.');
+    upload.blocks.set(block, bytes);
+    return { ...receipt, key };
+  }
+
+  async completeBlocks(
+    key: string,
+    uploadId: string,
+    blocks: number[] | 'all',
+    lastSource?: string,
+  ): Promise<CompletedBlocksReceipt> {
+    const upload = this.multiparts.get(uploadId);
+    if (!upload || upload.key !== key) throw ApiError.notFound('object');
+    const held = [...upload.blocks.keys()].sort((a, b) => a - b);
+    // As Ceph's S3 does: a multipart upload completes with all of its parts or not at all.
+    if (blocks !== 'all' && held.some((block) => !blocks.includes(block)))
+      throw new ApiError('upload_conflict', 'The blocks named cannot be joined as they are.');
+    const chosen = blocks === 'all' ? held : blocks;
+    const parts = chosen.map((block) => upload.blocks.get(block));
+    if (parts.some((part) => !part)) throw new ApiError('service_unavailable', 'no such block');
+    const last = lastSource && blocks !== 'all' ? this.objects.get(lastSource) : undefined;
+    const joined = Buffer.concat([...(parts as Buffer[]), ...(last ? [last] : [])]);
+    this.multiparts.delete(uploadId);
+    this.objects.set(key, joined);
+    let offset = 0;
+    const placed = chosen.map((block, index) => {
+      const at = { block, offset, bytes: parts[index]!.length };
+      offset += at.bytes;
+      return at;
+    });
+    return { key, bytes: joined.length, blocks: placed };
+  }
+
+  async abortMultipart(_key: string, uploadId: string): Promise<void> {
+    this.multiparts.delete(uploadId);
   }
 
   async put(key: string, body: Readable, options: PutOptions): Promise<StoredObjectReceipt> {

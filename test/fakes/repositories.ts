@@ -58,19 +58,19 @@ export class MemoryStoredObjects extends StoredObjectRepository {
     return this.memory.tables.objects;
   }
 
-  override async createUploading(principalId: string): Promise<StoredObjectRow> {
+  override async createUploading(principalId: string, storageKey?: string): Promise<StoredObjectRow> {
     const id = this.memory.uuid();
     const row = {
       id,
       principalId,
-      storageKey: `objects/${id}`,
+      storageKey: storageKey ?? `objects/${id}`,
       status: 'UPLOADING' as const,
       bytes: 0n,
       sha256: null,
       refCount: 0,
     };
     this.rows.set(id, row);
-    return { id, principalId, storageKey: row.storageKey, status: row.status, refCount: 0 };
+    return { id, principalId, storageKey: row.storageKey, status: row.status, refCount: 0, sha256: null };
   }
 
   override async find(id: string): Promise<StoredObjectRow | null> {
@@ -82,11 +82,12 @@ export class MemoryStoredObjects extends StoredObjectRepository {
           storageKey: row.storageKey,
           status: row.status,
           refCount: row.refCount,
+          sha256: row.sha256,
         }
       : null;
   }
 
-  override async markReady(principalId: string, id: string, bytes: number, sha256: string): Promise<void> {
+  override async markReady(principalId: string, id: string, bytes: number, sha256: string | null): Promise<void> {
     const row = this.rows.get(id);
     if (!row || row.principalId !== principalId || row.status !== 'UPLOADING')
       throw new ReferenceCountError(`object ${id} is not an upload in progress`);
@@ -142,7 +143,11 @@ export class MemoryFiles extends FileRepository {
 
   private toRow(file: FileRecord): FileRow {
     const { principalId: _principal, deletedAt: _deleted, ...row } = file;
-    return { ...row, storageKey: this.memory.tables.objects.get(file.objectId)!.storageKey };
+    return {
+      ...row,
+      status: file.sha256 === null ? 'uploaded' : 'processed',
+      storageKey: this.memory.tables.objects.get(file.objectId)!.storageKey,
+    };
   }
 
   private live(principalId: string, id: string): FileRecord | undefined {

@@ -105,6 +105,108 @@ describe('storage service against the real S3 server', () => {
   });
 });
 
+describe('resumable uploads: blocks of a multipart upload kept open across requests', () => {
+  it('writes blocks of 5 to 64 MiB; joins exact blocks only when they are all the upload holds, else every part, each block in its place', async () => {
+    const k = `uploads/${randomUUID()}`;
+    const uploadId = await client.openMultipart(k, 'application/octet-stream');
+    // 20 MiB: a 16 MiB buffer and a 4 MiB tail, sent as one S3 part (no middle part under 5 MiB).
+    const sizes = [5 * MiB, 20 * MiB, 64 * MiB, 33 * MiB];
+    const blocks = sizes.map((size) => randomBytes(size));
+    const receipts = await Promise.all(
+      blocks.map((data, block) =>
+        client.putBlock(k, uploadId, block, Readable.from([data.subarray(0, 1000), data.subarray(1000)]), {
+          maxBytes: 64 * MiB,
+        }),
+      ),
+    );
+    receipts.forEach((receipt, block) =>
+      expect(receipt).toMatchObject({ bytes: sizes[block], sha256: sha(blocks[block]) }),
+    );
+    const { rows } = await db.query(
+      `SELECT p.part_number AS n, p.bytes FROM s3_multipart_parts p JOIN s3_multipart_uploads m ON m.id = p.multipart_id
+        WHERE m.s3_upload_id = $1 ORDER BY p.part_number`,
+      [uploadId],
+    );
+    // Every S3 part of a block is at least 5 MiB; block n uses part numbers 4n+1 …
+    expect(rows.every((row) => Number(row.bytes) >= 5 * MiB)).toBe(true);
+    expect(rows.filter((row) => row.n >= 5 && row.n <= 8).map((row) => Number(row.bytes))).toEqual([20 * MiB]);
+
+    // Too small, too large: refused, nothing of them named.
+    await expect(
+      client.putBlock(k, uploadId, 7, Readable.from([randomBytes(MiB)]), { maxBytes: 64 * MiB }),
+    ).rejects.toMatchObject({
+      code: 'invalid_request',
+    });
+    await expect(
+      client.putBlock(k, uploadId, 8, Readable.from([randomBytes(64 * MiB + 1)]), { maxBytes: 64 * MiB }),
+    ).rejects.toMatchObject({ code: 'file_too_large' });
+
+    // Ceph's S3 completes a multipart upload with all of its parts or none: exact blocks are refused
+    // while another block (1, and the failed 8) is there, and the upload stays as it was.
+    const tail = key();
+    await client.put(tail, Readable.from([Buffer.from('the end')]), { maxBytes: 100 });
+    await expect(client.completeBlocks(k, uploadId, [0, 2, 3], tail)).rejects.toMatchObject({
+      code: 'upload_conflict',
+    });
+    // 'all': every part, and where each block landed (the failed block's 48 MiB that reached S3 included).
+    const all = await client.completeBlocks(k, uploadId, 'all');
+    expect(all.blocks.map(({ block, offset, bytes }) => [block, offset, bytes])).toEqual([
+      [0, 0, 5 * MiB],
+      [1, 5 * MiB, 20 * MiB],
+      [2, 25 * MiB, 64 * MiB],
+      [3, 89 * MiB, 33 * MiB],
+      [8, 122 * MiB, 48 * MiB],
+    ]);
+    const staged = await client.get(k, { start: 25 * MiB, end: 89 * MiB - 1 });
+    expect(sha(await drain(staged.body))).toBe(sha(blocks[2]));
+    expect(await unfinishedUploads()).not.toContainEqual(expect.stringMatching(new RegExp(`^${k}#`)));
+    expect(await count('SELECT count(*) FROM s3_multipart_uploads WHERE s3_upload_id = $1', [uploadId])).toBe(0);
+    // A closed upload takes no more blocks; aborting it again is fine.
+    await expect(
+      client.putBlock(k, uploadId, 9, Readable.from([randomBytes(6 * MiB)]), { maxBytes: 64 * MiB }),
+    ).rejects.toMatchObject({ code: 'not_found' });
+    await client.abortMultipart(k, uploadId);
+
+    // Exact blocks (all there is) and a small last object: joined as they are, nothing copied but the tail.
+    const exact = `uploads/${randomUUID()}`;
+    const exactId = await client.openMultipart(exact, 'application/octet-stream');
+    await client.putBlock(exact, exactId, 4, Readable.from([blocks[1]]), { maxBytes: 64 * MiB });
+    await client.putBlock(exact, exactId, 6, Readable.from([blocks[0]]), { maxBytes: 64 * MiB });
+    const done = await client.completeBlocks(exact, exactId, [4, 6], tail);
+    const expected = Buffer.concat([blocks[1], blocks[0], Buffer.from('the end')]);
+    expect(done.bytes).toBe(expected.length);
+    expect(await client.hash(exact)).toMatchObject({ bytes: expected.length, sha256: sha(expected) });
+    for (const each of [k, exact, tail]) await client.delete(each);
+  });
+
+  it('composes byte ranges of objects, by part copies or streamed, and aborts an open upload with its blocks', async () => {
+    const a = randomBytes(12 * MiB);
+    const ka = key();
+    await client.put(ka, Readable.from([a]), { maxBytes: 64 * MiB });
+    const k = key();
+    // 6 MiB then 1 byte then 5 MiB: the middle range is too small to be copied, so it streams.
+    const sources = [
+      { key: ka, start: 6 * MiB, end: 12 * MiB - 1 },
+      { key: ka, start: 0, end: 0 },
+      { key: ka, start: MiB, end: 6 * MiB - 1 },
+    ];
+    const composed = await client.compose(k, sources);
+    const expected = Buffer.concat([a.subarray(6 * MiB), a.subarray(0, 1), a.subarray(MiB, 6 * MiB)]);
+    expect(composed).toMatchObject({ bytes: expected.length, sha256: sha(expected) });
+    const byCopy = key();
+    const copied = await client.compose(byCopy, [sources[0], sources[2]]);
+    expect(copied.sha256).toBe(sha(Buffer.concat([a.subarray(6 * MiB), a.subarray(MiB, 6 * MiB)])));
+
+    const open = `uploads/${randomUUID()}`;
+    const uploadId = await client.openMultipart(open, 'application/octet-stream');
+    await client.putBlock(open, uploadId, 0, Readable.from([randomBytes(6 * MiB)]), { maxBytes: 64 * MiB });
+    await client.abortMultipart(open, uploadId);
+    expect(await unfinishedUploads()).not.toContainEqual(expect.stringMatching(new RegExp(`^${open}#`)));
+    expect(await count('SELECT count(*) FROM s3_multipart_uploads WHERE s3_upload_id = $1', [uploadId])).toBe(0);
+    for (const each of [ka, k, byCopy]) await client.delete(each);
+  });
+});
+
 describe('the storage sweeper', () => {
   // Its own storage process whose horizon is 2 s, sweeping every half second.
   const sweeping = new Stack(testPort(19580), {

@@ -10,7 +10,12 @@ import {
   type StorageConfig,
 } from '@app/common';
 import { DatabaseHealth, MultipartJournalModule, S3MultipartRepository } from '@app/db';
-import { ComposeController, ObjectsController } from './objects/objects.controller';
+import {
+  ComposeController,
+  HashController,
+  MultipartController,
+  ObjectsController,
+} from './objects/objects.controller';
 import { ObjectsService } from './objects/objects.service';
 import { S3ObjectClient } from './objects/s3-object.client';
 import { StorageTokenGuard } from './objects/storage-token.guard';
@@ -69,7 +74,7 @@ class S3Module {}
       [S3Module],
     ),
   ],
-  controllers: [ObjectsController, ComposeController],
+  controllers: [ObjectsController, ComposeController, HashController, MultipartController],
   providers: [ObjectsService, partBufferMetrics, { provide: APP_GUARD, useClass: StorageTokenGuard }],
 })
 export class StorageModule {}

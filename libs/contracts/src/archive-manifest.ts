@@ -3,7 +3,8 @@ import { createHash, type Hash } from 'node:crypto';
 /** What an archive holds of one artifact; the manifest hash is over these, in the session's order. */
 export interface ManifestItem {
   id: string;
-  sha256: string;
+  /** Null while the artifact's source file is "uploaded" (not hashed yet). */
+  sha256: string | null;
   bytes: bigint | number;
   filename: string;
 }

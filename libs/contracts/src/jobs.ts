@@ -25,13 +25,15 @@ export const JOB = {
   convertPreview: 'convert-preview',
   /** Build the ZIP of one archive row (a session's artifacts for one manifest) into the bucket. */
   buildArchive: 'build-archive',
+  /** Measure the SHA-256 of an object completed unhashed (an upload's blocks): its files become "processed". */
+  hashObject: 'hash-object',
 } as const;
 
 export type JobName = (typeof JOB)[keyof typeof JOB];
 
 /** Every job a queue carries; a worker consuming that queue must handle exactly these. */
 export const JOB_NAMES_BY_QUEUE = {
-  [QUEUE.purge]: [JOB.purgeObject, JOB.sweep],
+  [QUEUE.purge]: [JOB.purgeObject, JOB.sweep, JOB.hashObject],
   [QUEUE.preview]: [JOB.convertPreview],
   [QUEUE.archive]: [JOB.buildArchive],
 } as const satisfies Record<QueueName, readonly JobName[]>;
@@ -49,6 +51,10 @@ export interface PurgeObjectPayload extends Traced {
 
 export type SweepPayload = Traced;
 
+export interface HashObjectPayload extends Traced {
+  objectId: string;
+}
+
 export interface ConvertPreviewPayload extends Traced {
   previewId: string;
   /** The row's attempt generation this job serves: a retry after a transient failure is a new job. */
@@ -64,6 +70,7 @@ export interface JobPayloads {
   [JOB.sweep]: SweepPayload;
   [JOB.convertPreview]: ConvertPreviewPayload;
   [JOB.buildArchive]: BuildArchivePayload;
+  [JOB.hashObject]: HashObjectPayload;
 }
 
 const requestId = z.string().max(128).optional();
@@ -72,6 +79,7 @@ const PAYLOAD_SCHEMAS: { [N in JobName]: z.ZodType<JobPayloads[N]> } = {
   [JOB.sweep]: z.object({ requestId }),
   [JOB.convertPreview]: z.object({ previewId: z.uuid(), generation: z.number().int().min(0), requestId }),
   [JOB.buildArchive]: z.object({ archiveId: z.uuid(), requestId }),
+  [JOB.hashObject]: z.object({ objectId: z.uuid(), requestId }),
 };
 
 /** What BullMQ needs besides the payload: retries, retention, and the deterministic job id. */
@@ -110,6 +118,16 @@ export const JOBS: { [N in JobName]: JobSpec<N> } = {
       attempts: 1,
       removeOnComplete: { age: 3_600, count: 100 },
       removeOnFail: { age: 24 * 3_600, count: 100 },
+    },
+  },
+  [JOB.hashObject]: {
+    queue: QUEUE.purge,
+    jobId: ({ objectId }) => `hash-object-${objectId}`,
+    options: {
+      attempts: 8,
+      backoff: { type: 'exponential', delay: 2_000 },
+      removeOnComplete: true,
+      removeOnFail: { age: 24 * 3_600 },
     },
   },
   [JOB.convertPreview]: {

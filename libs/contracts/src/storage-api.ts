@@ -19,9 +19,12 @@ export function objectsPath(key: string): string {
   return `/internal/objects/${encodeURIComponent(key)}`;
 }
 
+/** A whole object, or the bytes `start`…`end` (inclusive) of one. */
+export type ComposeSource = string | { key: string; start: number; end: number };
+
 /** Body of POST /internal/compose/{key}: the object `key` becomes the concatenation of `sources`, in order. */
 export interface ComposeRequest {
-  sources: string[];
+  sources: ComposeSource[];
   contentType?: string;
 }
 
@@ -33,3 +36,45 @@ export interface ComposedObjectReceipt extends StoredObjectReceipt {
 export function composePath(key: string): string {
   return `/internal/compose/${encodeURIComponent(key)}`;
 }
+
+/** Answer of POST /internal/hash/{key}: the object's size and hashes, read from the bucket. */
+export type HashedObjectReceipt = ComposedObjectReceipt;
+
+export function hashPath(key: string): string {
+  return `/internal/hash/${encodeURIComponent(key)}`;
+}
+
+/**
+ * Multipart uploads a caller keeps open across requests (a resumable upload): POST opens one at `key`
+ * (answer: `{uploadId}`); PUT …/blocks/{n} streams one part of 5 MiB to 64 MiB into block n of its S3
+ * part numbers (answer: StoredObjectReceipt of the block's bytes); POST …/complete joins whole blocks;
+ * DELETE aborts. The storage service records the S3 side in its journal (s3_multipart_uploads).
+ */
+export function multipartPath(key: string, uploadId?: string, action?: string): string {
+  const base = `/internal/multipart/${encodeURIComponent(key)}`;
+  if (uploadId === undefined) return base;
+  return `${base}/${encodeURIComponent(uploadId)}${action ? `/${action}` : ''}`;
+}
+
+/** Body of POST /internal/multipart/{key}/{uploadId}/complete. */
+export interface CompleteBlocksRequest {
+  /**
+   * Whole blocks, ascending: the object is exactly their bytes, in this order (409 upload_conflict when
+   * the upload holds other parts too). Or 'all': every part the upload holds, in part-number order.
+   */
+  blocks: number[] | 'all';
+  /** With a list of blocks: a stored object appended as the last part (a resumable upload's small last part). */
+  lastSource?: string;
+}
+
+/** Answer of a block completion: the object's size and where each block landed in it. */
+export interface CompletedBlocksReceipt {
+  key: string;
+  bytes: number;
+  blocks: { block: number; offset: number; bytes: number }[];
+}
+
+/** A part smaller than this is not a block (S3's smallest part but the last): it is an object of its own. */
+export const MIN_BLOCK_BYTES = 5 * 1024 * 1024;
+/** A resumable upload's blocks are numbered 0 … MAX_UPLOAD_BLOCKS-1 (S3 allows 10,000 part numbers, 4 a block). */
+export const MAX_UPLOAD_BLOCKS = 2499;

@@ -6,7 +6,8 @@ export interface AgentInputFile {
   filename: string;
   bytes: number;
   contentType: string;
-  sha256: string;
+  /** Null while the file is "uploaded" (not hashed yet). */
+  sha256: string | null;
   /** Opens the bytes as a stream; the caller must consume or destroy it. */
   open(): Promise<Readable>;
 }

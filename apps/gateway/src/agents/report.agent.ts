@@ -36,7 +36,7 @@ function fenced(text: string): string {
 }
 
 export function fileLine(file: Pick<AgentInputFile, 'filename' | 'bytes' | 'sha256' | 'contentType'>): string {
-  return `- ${file.filename}: ${file.bytes} bytes, sha256 ${file.sha256}, ${file.contentType}`;
+  return `- ${file.filename}: ${file.bytes} bytes, sha256 ${file.sha256 ?? 'not computed yet'}, ${file.contentType}`;
 }
 
 /** The first lines of a text file, decoded leniently and cut to a readable size. */

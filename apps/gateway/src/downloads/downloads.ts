@@ -7,8 +7,8 @@ export interface Download {
   filename: string;
   contentType: string;
   bytes: number;
-  /** The content's SHA-256: the strong ETag. */
-  sha256: string;
+  /** The strong ETag's value: the content's SHA-256, or the (immutable) object's id until it is hashed. */
+  etag: string;
   disposition: 'attachment' | 'inline';
   /** Opens the bytes, or one range of them; the caller consumes or destroys the stream. */
   open(range?: ByteRange): Promise<Readable>;
@@ -17,7 +17,9 @@ export interface Download {
 /** A stored object as something to download. */
 export interface Downloadable {
   storageKey: string;
-  sha256: string;
+  objectId?: string;
+  /** Null while the file is "uploaded" (not hashed yet). */
+  sha256: string | null;
   bytes: bigint | number;
   contentType: string;
   filename: string;
@@ -33,7 +35,7 @@ export class Downloads {
       filename: object.filename,
       contentType: object.contentType,
       bytes: Number(object.bytes),
-      sha256: object.sha256,
+      etag: object.sha256 ?? `object-${object.objectId ?? object.storageKey}`,
       disposition,
       open: async (range) => (await this.store.get(object.storageKey, range)).body,
     };

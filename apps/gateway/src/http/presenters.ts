@@ -24,7 +24,7 @@ export function presentFile(file: FileRow) {
     purpose: PURPOSE_OUT[file.purpose] ?? file.purpose,
     content_type: file.contentType,
     sha256: file.sha256,
-    status: 'processed' as const,
+    status: file.status,
     status_details: null,
   };
 }

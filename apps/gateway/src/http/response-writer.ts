@@ -60,7 +60,7 @@ export class ResponseWriter {
    */
   async download(req: Request, res: Response, download: Download): Promise<void> {
     const size = download.bytes;
-    const etag = `"${download.sha256}"`;
+    const etag = `"${download.etag}"`;
     res.setHeader('etag', etag);
     for (const [name, value] of Object.entries(SAFETY_HEADERS)) res.setHeader(name, value);
     if (etagMatches(req.headers['if-none-match'], etag)) {

@@ -571,8 +571,14 @@ export const OPENAPI_DOCUMENT = {
           filename: { type: 'string' },
           purpose: { type: 'string' },
           content_type: { type: 'string' },
-          sha256: { type: 'string' },
-          status: { const: 'processed' },
+          sha256: {
+            type: ['string', 'null'],
+            description: 'Null while status is "uploaded" (a file completed from an upload\'s parts, being hashed).',
+          },
+          status: {
+            enum: ['uploaded', 'processed'],
+            description: '"uploaded": completed from parts, downloads work, SHA-256 not measured yet.',
+          },
         },
       },
       Upload: {

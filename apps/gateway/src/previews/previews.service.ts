@@ -73,7 +73,8 @@ export class PreviewsService {
     isGone: () => boolean,
   ): Promise<PreviewRow> {
     const source = { objectId: file.objectId, filename: file.filename, contentType: file.contentType };
-    const key = { sha256: file.sha256, format, version: PREVIEW_PIPELINE_VERSION };
+    // Previews are shared by content; a file not hashed yet shares by its (immutable) object instead.
+    const key = { sha256: file.sha256 ?? `object-${file.objectId}`, format, version: PREVIEW_PIPELINE_VERSION };
     let preview = await this.previews.find(principalId, key);
     if (!preview || (preview.status === 'FAILED' && !preview.permanent)) await this.refuseOverPendingLimit(principalId);
     preview ??= await this.previews.findOrCreate(principalId, key, source);

@@ -1,15 +1,36 @@
 import { Inject, Injectable } from '@nestjs/common';
 import busboy from 'busboy';
 import type { Readable } from 'node:stream';
-import { ApiError, APP_CONFIG, ClientGoneError, LOGGER, type AppLogger, type GatewayConfig } from '@app/common';
-import { ObjectStager, type StagedObject } from '@app/db';
+import {
+  ApiError,
+  APP_CONFIG,
+  ClientGoneError,
+  LOGGER,
+  type AppLogger,
+  type GatewayConfig,
+  type PutOptions,
+} from '@app/common';
+import { ObjectStager, type HashedStagedObject } from '@app/db';
 import type { UploadBody } from '../http/upload-body';
 import { resolveContentType } from './content-type';
 import { acceptFilename } from './filename';
 
 export interface ReceivedUpload {
   /** The file part's bytes, staged: the caller's unit of work adopts them or they are discarded. */
-  staged: StagedObject;
+  staged: HashedStagedObject;
+  filename: string;
+  contentType: string;
+  fields: Map<string, string>;
+}
+
+/** Where the file part's bytes go, and how to undo that when the rest of the request fails. */
+export interface ReceiveSink<T> {
+  write(stream: Readable, put: PutOptions): Promise<T>;
+  discard(stored: T): Promise<void>;
+}
+
+export interface Received<T> {
+  stored: T;
   filename: string;
   contentType: string;
   fields: Map<string, string>;
@@ -24,7 +45,15 @@ export interface ReceiveOptions {
   maxBytes: number;
   /** False for bytes whose own name means nothing (an upload's part): no filename is required. */
   isNamed: boolean;
+  /**
+   * Tighter bounds on everything but the file part (an upload's part has nothing else): with them, a
+   * request's Content-Length bounds the file part's size from below too.
+   */
+  strictEnvelope?: boolean;
 }
+
+/** With `strictEnvelope`, everything in a request but the file part's bytes stays under this. */
+export const STRICT_ENVELOPE_BYTES = 1024 * 1024;
 
 const malformed = () => new ApiError('invalid_multipart', 'The multipart body is malformed or incomplete.');
 
@@ -48,6 +77,20 @@ export class UploadReceiver {
     checkField: FieldCheck,
     options: ReceiveOptions = { fileField: 'file', maxBytes: this.config.UHP_MAX_FILE_BYTES, isNamed: true },
   ): Promise<ReceivedUpload> {
+    const { stored, ...rest } = await this.receiveInto(body, checkField, options, {
+      write: (stream, put) => this.stager.stage(principalId, stream, put),
+      discard: (staged) => this.stager.discard([staged]),
+    });
+    return { staged: stored, ...rest };
+  }
+
+  /** As `receive`, with the file part's bytes going to `sink` (an upload's block, say) instead of a staged object. */
+  async receiveInto<T>(
+    body: UploadBody,
+    checkField: FieldCheck,
+    options: ReceiveOptions,
+    sink: ReceiveSink<T>,
+  ): Promise<Received<T>> {
     const { fileField } = options;
     if (!/^multipart\/form-data\s*(?:;|$)/i.test(body.headers['content-type'] ?? '')) {
       throw new ApiError(
@@ -61,7 +104,9 @@ export class UploadReceiver {
         headers: body.headers,
         defParamCharset: 'utf8',
         preservePath: true,
-        limits: { fields: 100, fieldSize: 64 * 1024, parts: 200, headerPairs: 100 },
+        limits: options.strictEnvelope
+          ? { fields: 8, fieldSize: 1024, parts: 9, headerPairs: 16 }
+          : { fields: 100, fieldSize: 64 * 1024, parts: 200, headerPairs: 100 },
       });
     } catch {
       throw new ApiError('invalid_multipart', 'The body must be multipart/form-data with a boundary.');
@@ -70,7 +115,7 @@ export class UploadReceiver {
     const fields = new Map<string, string>();
     const cancel = new AbortController();
     let failure: unknown = null;
-    let pending: Promise<Omit<ReceivedUpload, 'fields'>> | null = null;
+    let pending: Promise<Omit<Received<T>, 'fields'>> | null = null;
 
     const settled = new Promise<void>((resolve, reject) => {
       const fail = (error: unknown) => {
@@ -83,12 +128,8 @@ export class UploadReceiver {
       const stage = async (stream: Readable, info: busboy.FileInfo) => {
         const filename = options.isNamed ? acceptFilename(info.filename) : fileField;
         const contentType = options.isNamed ? resolveContentType(info.mimeType, filename) : 'application/octet-stream';
-        const staged = await this.stager.stage(principalId, stream, {
-          maxBytes: options.maxBytes,
-          contentType,
-          signal: cancel.signal,
-        });
-        return { staged, filename, contentType };
+        const stored = await sink.write(stream, { maxBytes: options.maxBytes, contentType, signal: cancel.signal });
+        return { stored, filename, contentType };
       };
 
       parser.on('file', (name, stream, info) => {
@@ -139,8 +180,8 @@ export class UploadReceiver {
       return { ...(await pending!), fields };
     } catch (error) {
       // A staged object that completed before the failure is discarded here; one that did not, by the stager.
-      const done = await (pending as Promise<Omit<ReceivedUpload, 'fields'>> | null)?.catch(() => null);
-      if (done) await this.stager.discard([done.staged]);
+      const done = await (pending as Promise<Omit<Received<T>, 'fields'>> | null)?.catch(() => null);
+      if (done) await sink.discard(done.stored);
       if (error instanceof ClientGoneError) this.logger.info('client disconnected mid-upload; upload discarded');
       throw error;
     }

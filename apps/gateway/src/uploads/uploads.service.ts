@@ -1,17 +1,20 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ApiError, LOGGER, type AppLogger } from '@app/common';
-import { isId, newId } from '@app/contracts';
+import { randomUUID } from 'node:crypto';
+import { ApiError, JobBus, LOGGER, ObjectStore, type AppLogger } from '@app/common';
+import { type ComposeSource, isId, MAX_UPLOAD_BLOCKS, MIN_BLOCK_BYTES, newId } from '@app/contracts';
 import {
   FileRepository,
   ObjectStager,
+  StoredObjectRepository,
   UnitOfWork,
   UploadRepository,
   type FileRow,
+  type StagedObject,
   type UploadPartRow,
   type UploadRow,
 } from '@app/db';
 import { MAX_UPLOAD_PART_BYTES, type UploadBody } from '../http/upload-body';
-import { UploadReceiver } from './upload-receiver';
+import { STRICT_ENVELOPE_BYTES, UploadReceiver } from './upload-receiver';
 import type { CompleteUploadInput, CreateUploadInput } from './upload-request';
 
 /**
@@ -19,6 +22,9 @@ import type { CompleteUploadInput, CreateUploadInput } from './upload-request';
  * this a claim whose gateway died lapses, and another completion may take the upload.
  */
 const COMPLETION_CLAIM_MS = 15 * 60_000;
+
+/** A part request at least this long carries at least MIN_BLOCK_BYTES of data (see strictEnvelope): it is a block. */
+const BLOCK_REQUEST_MIN_BYTES = MIN_BLOCK_BYTES + STRICT_ENVELOPE_BYTES;
 
 export interface UploadView {
   upload: UploadRow;
@@ -33,6 +39,30 @@ const conflict = (upload: UploadRow) =>
       : `Upload ${upload.id} is ${upload.status}, not pending.`,
   );
 
+/**
+ * Named parts that S3 can join as they are: blocks in ascending order, the last one possibly a small
+ * object of its own. Their multipart upload then completes into the file's object without copying.
+ */
+function joinableAsBlocks(parts: UploadPartRow[]): boolean {
+  return parts.every((part, index) => {
+    if (part.block !== null) return index === 0 || (parts[index - 1].block ?? Infinity) < part.block;
+    return index === parts.length - 1 && index > 0 && part.objectId !== null && part.objectOffset === 0n;
+  });
+}
+
+/** Adjacent byte ranges of one object, in order, merged: a staged upload named whole becomes one source. */
+function sourcesOf(parts: UploadPartRow[]): { key: string; start: number; end: number }[] {
+  const sources: { key: string; start: number; end: number }[] = [];
+  for (const part of parts) {
+    const start = Number(part.objectOffset);
+    const end = start + Number(part.bytes) - 1;
+    const last = sources[sources.length - 1];
+    if (last && last.key === part.storageKey && last.end + 1 === start) last.end = end;
+    else sources.push({ key: part.storageKey!, start, end });
+  }
+  return sources;
+}
+
 /** The status a client sees: a pending upload past its expiry is expired, before the sweep gets to it. */
 export const visibleStatus = (upload: UploadRow, now = new Date()) =>
   (upload.status === 'pending' || upload.status === 'completing') && upload.expiresAt <= now
@@ -42,11 +72,16 @@ export const visibleStatus = (upload: UploadRow, now = new Date()) =>
       : upload.status;
 
 /**
- * Resumable uploads (`/v1/uploads`, OpenAI's Uploads API). Each part streams into a stored object of
- * its own; completion composes the named parts into the file's object on the storage side, then one
- * unit of work keeps the file, marks the upload completed and releases every part. Which gateway does
- * what to an upload is settled in Postgres (a conditional claim), never in memory, so any replica can
- * serve any request and racing completions cannot both win.
+ * Resumable uploads (`/v1/uploads`, OpenAI's Uploads API). An upload of 5 MiB or more owns one S3
+ * multipart upload at its final key, opened when it is created. Each part of 5 MiB or more streams into
+ * a block of that upload's S3 part numbers (taken in Postgres, so parts sent at once never collide);
+ * smaller parts are objects of their own. Completion with blocks named in the order they were taken —
+ * what a client sending its file front to back does — is one CompleteMultipartUpload: no byte is
+ * copied or read again, and the file is "uploaded" until the worker has measured its SHA-256. Any other
+ * order (re-sent parts, parts named out of order, an `md5` to check) first completes every block into
+ * one staged object, then composes the named byte ranges on the storage side and hashes them, so the
+ * file is "processed" at once. Which gateway does what to an upload is settled in Postgres (conditional
+ * claims), never in memory, so any replica serves any request and racing completions cannot both win.
  */
 @Injectable()
 export class UploadsService {
@@ -54,23 +89,36 @@ export class UploadsService {
     @Inject(UnitOfWork) private readonly uow: UnitOfWork,
     @Inject(UploadRepository) private readonly uploads: UploadRepository,
     @Inject(FileRepository) private readonly files: FileRepository,
+    @Inject(StoredObjectRepository) private readonly objects: StoredObjectRepository,
     @Inject(UploadReceiver) private readonly receiver: UploadReceiver,
     @Inject(ObjectStager) private readonly stager: ObjectStager,
+    @Inject(ObjectStore) private readonly store: ObjectStore,
+    @Inject(JobBus) private readonly jobs: JobBus,
     @Inject(LOGGER) private readonly logger: AppLogger,
   ) {}
 
   async create(principalId: string, input: CreateUploadInput): Promise<UploadView> {
     const createdAt = new Date();
-    const upload = await this.uploads.create(principalId, {
-      id: newId('upload'),
-      filename: input.filename,
-      purpose: input.purpose,
-      bytes: input.bytes,
-      mimeType: input.mimeType,
-      createdAt,
-      expiresAt: new Date(createdAt.getTime() + input.expiresInSeconds * 1000),
-    });
-    return { upload, file: null };
+    // Only an upload that can hold a block gets a multipart upload (tus uploads write objects, in order).
+    const storageKey = input.bytes >= MIN_BLOCK_BYTES ? `uploads/${randomUUID()}` : null;
+    const s3UploadId = storageKey ? await this.store.openMultipart(storageKey, input.mimeType) : null;
+    try {
+      const upload = await this.uploads.create(principalId, {
+        id: newId('upload'),
+        filename: input.filename,
+        purpose: input.purpose,
+        bytes: input.bytes,
+        mimeType: input.mimeType,
+        createdAt,
+        expiresAt: new Date(createdAt.getTime() + input.expiresInSeconds * 1000),
+        storageKey,
+        s3UploadId,
+      });
+      return { upload, file: null };
+    } catch (error) {
+      if (storageKey && s3UploadId) await this.store.abortMultipart(storageKey, s3UploadId).catch(() => undefined);
+      throw error;
+    }
   }
 
   async get(principalId: string, id: string): Promise<UploadView> {
@@ -83,44 +131,78 @@ export class UploadsService {
     return this.uploads.listParts(principalId, upload.id);
   }
 
-  /** The part streams into a stored object first; then, if the upload is still pending, it is kept. */
+  /**
+   * A part of 5 MiB or more streams into the next block of the upload's multipart upload; a smaller one
+   * into an object of its own. Then, if the upload is still pending, the part is kept.
+   */
   async addPart(principalId: string, id: string, body: UploadBody): Promise<UploadPartRow> {
     const upload = await this.find(principalId, id);
     if (visibleStatus(upload) !== 'pending' || upload.status !== 'pending') throw conflict(upload);
-    const received = await this.receiver.receive(body, principalId, () => undefined, {
-      fileField: 'data',
-      maxBytes: MAX_UPLOAD_PART_BYTES,
-      isNamed: false,
-    });
+    const declared = Number(body.headers['content-length']);
+    const block =
+      upload.storageKey && upload.s3UploadId && declared >= BLOCK_REQUEST_MIN_BYTES
+        ? await this.uploads.takeBlock(principalId, upload.id, MAX_UPLOAD_BLOCKS)
+        : null;
+    const options = { fileField: 'data', maxBytes: MAX_UPLOAD_PART_BYTES, isNamed: false, strictEnvelope: true };
+    if (block === null) {
+      const received = await this.receiver.receive(body, principalId, () => undefined, options);
+      return this.keepPart(principalId, upload.id, received.staged, null);
+    }
+    let receipt: { bytes: number; sha256: string };
+    try {
+      ({ stored: receipt } = await this.receiver.receiveInto(body, () => undefined, options, {
+        write: (stream, put) => this.store.putBlock(upload.storageKey!, upload.s3UploadId!, block, stream, put),
+        // A block that is not kept stays in the multipart upload unnamed; completion drops it.
+        discard: async () => undefined,
+      }));
+    } catch (error) {
+      const now = await this.uploads.findForOwner(principalId, upload.id);
+      if (now && (now.status !== 'pending' || !now.s3UploadId)) throw conflict(now);
+      if (error instanceof ApiError && error.code === 'invalid_request' && error.param === null)
+        throw ApiError.invalid('A part sent in a request this long must carry at least 5 MiB of data.', 'data');
+      throw error;
+    }
+    return this.keepPart(principalId, upload.id, null, { block, ...receipt });
+  }
+
+  private keepPart(
+    principalId: string,
+    uploadId: string,
+    staged: (StagedObject & { sha256: string }) | null,
+    block: { block: number; bytes: number; sha256: string } | null,
+  ): Promise<UploadPartRow> {
+    const bytes = staged?.bytes ?? block!.bytes;
     return this.uow.run(
       async (work) => {
-        const locked = await work.uploads.lockShared(principalId, upload.id);
+        const locked = await work.uploads.lockShared(principalId, uploadId);
         if (!locked) throw ApiError.notFound('upload');
         if (locked.status !== 'pending' || visibleStatus(locked) !== 'pending') throw conflict(locked);
         // Parts beyond what the file needs twice over are refused: a client cannot park unbounded bytes.
-        const receivedSoFar = (await work.uploads.listParts(principalId, upload.id)).reduce(
+        const receivedSoFar = (await work.uploads.listParts(principalId, uploadId)).reduce(
           (sum, part) => sum + Number(part.bytes),
           0,
         );
-        if (receivedSoFar + received.staged.bytes > 2 * Number(locked.bytes) + MAX_UPLOAD_PART_BYTES)
+        if (receivedSoFar + bytes > 2 * Number(locked.bytes) + MAX_UPLOAD_PART_BYTES)
           throw new ApiError('file_too_large', 'The parts of this upload already hold twice its bytes.', 'data');
-        await work.adopt(received.staged);
+        if (staged) await work.adopt(staged);
         return work.uploads.addPart(principalId, {
           id: newId('uploadPart'),
-          uploadId: upload.id,
-          objectId: received.staged.id,
-          bytes: received.staged.bytes,
-          sha256: received.staged.sha256,
+          uploadId,
+          objectId: staged?.id ?? null,
+          block: block?.block ?? null,
+          bytes,
+          sha256: staged?.sha256 ?? block!.sha256,
         });
       },
-      { staged: [received.staged] },
+      { staged: staged ? [staged] : [] },
     );
   }
 
   /**
    * Claims the upload (one completion at a time, across gateways), checks the named parts against
-   * `bytes`, composes them, checks the MD5, and keeps the file. Any failed check gives the claim back:
-   * the upload stays pending for a corrected retry. Completing a completed upload returns its file.
+   * `bytes`, makes the file's object (see the class comment), checks the MD5, and keeps the file. Any
+   * failed check gives the claim back: the upload stays pending for a corrected retry. Completing a
+   * completed upload returns its file.
    */
   async complete(principalId: string, id: string, input: CompleteUploadInput): Promise<UploadView> {
     const current = await this.find(principalId, id);
@@ -134,41 +216,76 @@ export class UploadsService {
     const upload = claim.upload;
     let completed = false;
     try {
-      const parts = await this.namedParts(principalId, upload, input.partIds);
-      const composed = await this.stager.stageComposed(
-        principalId,
-        parts.map((part) => part.storageKey),
-        upload.mimeType,
-      );
-      if (input.md5 !== null && composed.md5 !== input.md5) {
-        await this.stager.discard([composed]);
-        throw ApiError.invalid(`md5 does not match the parts' bytes (their MD5 is ${composed.md5}).`, 'md5');
+      const started = Date.now();
+      let parts = (await this.namedParts(principalId, upload, input.partIds)).filter((part) => part.bytes > 0n);
+      let how: 'blocks' | 'whole' | 'composed';
+      let object: StagedObject & { md5?: string };
+      let kept: 'staged' | 'retained';
+      const joined =
+        input.md5 === null && upload.s3UploadId && parts.length > 0 && joinableAsBlocks(parts)
+          ? await this.joinBlocks(principalId, upload, parts)
+          : null;
+      if (joined) {
+        object = joined;
+        how = 'blocks';
+        kept = 'staged';
+      } else {
+        if (upload.s3UploadId) parts = await this.stageBlocks(principalId, upload, input.partIds);
+        const sources = sourcesOf(parts);
+        const whole = sources.length === 1 && (await this.wholeObject(parts[0], sources[0]));
+        if (whole) {
+          const hashed =
+            whole.sha256 && input.md5 === null
+              ? { sha256: whole.sha256, md5: undefined }
+              : await this.store.hash(whole.storageKey);
+          object = { ...whole, bytes: Number(upload.bytes), sha256: hashed.sha256, md5: hashed.md5 };
+          how = 'whole';
+          kept = 'retained';
+        } else {
+          object = await this.stager.stageComposed(principalId, sources as ComposeSource[], upload.mimeType);
+          how = 'composed';
+          kept = 'staged';
+        }
+        if (input.md5 !== null && object.md5 !== input.md5) {
+          if (kept === 'staged') await this.stager.discard([object]);
+          throw ApiError.invalid(`md5 does not match the parts' bytes (their MD5 is ${object.md5}).`, 'md5');
+        }
       }
       const view = await this.uow.run(
         async (work) => {
           const fileId = newId('file');
-          await work.adopt(composed);
+          if (kept === 'staged') await work.adopt(object);
+          else if (!(await work.retain(principalId, object.id))) throw conflict(upload);
           const file = await work.files.create(principalId, {
             id: fileId,
-            objectId: composed.id,
+            objectId: object.id,
             filename: upload.filename,
-            bytes: composed.bytes,
+            bytes: object.bytes,
             contentType: upload.mimeType,
-            sha256: composed.sha256,
+            sha256: object.sha256,
             purpose: upload.purpose,
             createdAt: new Date(),
             expiresAt: null,
           });
           if (!(await work.uploads.markCompleted(principalId, upload.id, fileId))) throw conflict(upload);
-          // Every part goes, named or not: the file's object is a copy of the bytes it needs.
+          await work.uploads.closeMultipart(principalId, upload.id);
+          // Every part goes, named or not: the file's object holds the bytes it needs.
           await work.release(await work.uploads.dropParts(principalId, upload.id));
-          return { upload: { ...upload, status: 'completed' as const, fileId }, file };
+          return { upload: { ...upload, status: 'completed' as const, fileId, s3UploadId: null }, file };
         },
-        { staged: [composed] },
+        { staged: kept === 'staged' ? [object] : [] },
       );
       completed = true;
+      if (object.sha256 === null) await this.jobs.hash([object.id]);
       this.logger.info(
-        { uploadId: upload.id, fileId: view.file.id, bytes: composed.bytes, parts: parts.length },
+        {
+          uploadId: upload.id,
+          fileId: view.file.id,
+          bytes: object.bytes,
+          parts: parts.length,
+          how,
+          ms: Date.now() - started,
+        },
         'upload completed',
       );
       return view;
@@ -177,18 +294,101 @@ export class UploadsService {
     }
   }
 
+  /**
+   * The named blocks (and a small last part) joined as they are, into the upload's own key; null when the
+   * multipart upload holds other parts too (a re-sent or failed part), which some S3 servers cannot drop.
+   */
+  private async joinBlocks(principalId: string, upload: UploadRow, parts: UploadPartRow[]) {
+    const last = parts[parts.length - 1];
+    try {
+      return await this.stager.stageBlocks(
+        principalId,
+        upload.storageKey!,
+        upload.s3UploadId!,
+        parts.flatMap((part) => (part.block === null ? [] : [part.block])),
+        last.block === null ? last.storageKey! : undefined,
+      );
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 'upload_conflict') return null;
+      throw error;
+    }
+  }
+
+  /**
+   * Completes the upload's multipart upload with every part it holds into one staged object, which the
+   * block parts then point into (one reference each); returns the named parts as they are now.
+   */
+  private async stageBlocks(principalId: string, upload: UploadRow, partIds: string[]): Promise<UploadPartRow[]> {
+    const blockParts = (await this.uploads.listParts(principalId, upload.id))
+      .filter((part) => part.block !== null)
+      .sort((a, b) => a.block! - b.block!);
+    if (blockParts.length === 0) {
+      const open = await this.uploads.closeMultipart(principalId, upload.id);
+      if (open) await this.store.abortMultipart(open.storageKey, open.s3UploadId).catch(() => undefined);
+    } else {
+      const staged = await this.stager.stageBlocks(principalId, upload.storageKey!, upload.s3UploadId!, 'all');
+      const offsets = new Map(staged.placements.map((placed) => [placed.block, placed.offset]));
+      const lost = blockParts.find((part) => !offsets.has(part.block!));
+      if (lost) {
+        await this.stager.discard([staged]);
+        this.logger.error({ uploadId: upload.id, block: lost.block }, 'a kept block is missing from S3');
+        throw new ApiError('service_unavailable', 'Object storage lost a part of this upload.');
+      }
+      await this.uow.run(
+        async (work) => {
+          await work.adopt(staged);
+          for (let i = 1; i < blockParts.length; i++) await work.retain(principalId, staged.id);
+          await work.uploads.markStaged(
+            staged.id,
+            blockParts.map((part) => ({ id: part.id, offset: offsets.get(part.block!)! })),
+          );
+          await work.uploads.closeMultipart(principalId, upload.id);
+        },
+        { staged: [staged] },
+      );
+      this.logger.info({ uploadId: upload.id, blocks: blockParts.length, bytes: staged.bytes }, 'upload blocks staged');
+    }
+    return this.namedParts(principalId, upload, partIds).then((parts) => parts.filter((part) => part.bytes > 0n));
+  }
+
+  /** The object `source` spans entirely, if it does: the file can point at it as it is. */
+  private async wholeObject(
+    part: UploadPartRow,
+    source: { key: string; start: number; end: number },
+  ): Promise<{ id: string; principalId: string; storageKey: string; sha256: string | null } | null> {
+    if (!part.objectId || source.start !== 0) return null;
+    const size = await this.objects.sizeOf(part.objectId);
+    if (size === null || Number(size) !== source.end + 1) return null;
+    const object = await this.objects.find(part.objectId);
+    return object
+      ? { id: object.id, principalId: object.principalId, storageKey: object.storageKey, sha256: object.sha256 }
+      : null;
+  }
+
   async cancel(principalId: string, id: string): Promise<UploadView> {
     const upload = await this.find(principalId, id);
-    return this.uow.run(async (work) => {
+    const { view, multipart } = await this.uow.run(async (work) => {
       const cancelled = await work.uploads.markCancelled(principalId, upload.id);
       if (!cancelled) {
         const now = await work.uploads.findForOwner(principalId, upload.id);
-        if (now?.status === 'cancelled') return { upload: now, file: null };
+        if (now?.status === 'cancelled') return { view: { upload: now, file: null }, multipart: null };
         throw conflict(now ?? upload);
       }
       await work.release(await work.uploads.dropParts(principalId, upload.id));
-      return { upload: cancelled, file: null };
+      const multipart = await work.uploads.closeMultipart(principalId, upload.id);
+      return { view: { upload: { ...cancelled, s3UploadId: null }, file: null }, multipart };
     });
+    // Its blocks go with it; if this fails, the storage sweep aborts it (its upload is no longer pending).
+    if (multipart)
+      await this.store
+        .abortMultipart(multipart.storageKey, multipart.s3UploadId)
+        .catch((error: unknown) =>
+          this.logger.warn(
+            { err: error, uploadId: upload.id },
+            'could not abort the multipart upload now; the sweep will',
+          ),
+        );
+    return view;
   }
 
   private async find(principalId: string, id: string): Promise<UploadRow> {

@@ -7,7 +7,9 @@ import {
   UploadPartCommand,
   UploadPartCopyCommand,
 } from '@aws-sdk/client-s3';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
+import { MAX_UPLOAD_BLOCKS, MIN_BLOCK_BYTES } from '@app/contracts';
+import { partsOf } from './last-part';
 import type { PartBufferPool } from './part-buffer-pool';
 
 export interface MultipartTarget {
@@ -136,16 +138,7 @@ export async function uploadStream(
     await Promise.all(inFlight);
     if (failure) throw failure;
     parts.sort((a, b) => a.PartNumber - b.PartNumber);
-    await client.send(
-      new CompleteMultipartUploadCommand({
-        Bucket: bucket,
-        Key: key,
-        UploadId: uploadId!,
-        MultipartUpload: { Parts: parts },
-      }),
-    );
-    // A row left behind (Postgres away for a moment) is removed by the sweep, whose abort finds nothing.
-    await journal.closed(uploadId!).catch(() => undefined);
+    await completeRecorded({ client, bucket, key }, uploadId!, parts, journal);
   } catch (error) {
     await Promise.allSettled(inFlight);
     const id = uploadId ?? (await created.upload?.catch(() => null));
@@ -154,6 +147,25 @@ export async function uploadStream(
   } finally {
     if (buffer) pool.release(buffer);
   }
+}
+
+/** Completes one multipart upload from `parts` (ascending) and drops its journal row. */
+async function completeRecorded(
+  target: Pick<MultipartTarget, 'client' | 'bucket' | 'key'>,
+  uploadId: string,
+  parts: { PartNumber: number; ETag: string }[],
+  journal: MultipartJournal,
+): Promise<void> {
+  await target.client.send(
+    new CompleteMultipartUploadCommand({
+      Bucket: target.bucket,
+      Key: target.key,
+      UploadId: uploadId,
+      MultipartUpload: { Parts: parts },
+    }),
+  );
+  // A row left behind (Postgres away for a moment) is removed by the sweep, whose abort finds nothing.
+  await journal.closed(uploadId).catch(() => undefined);
 }
 
 /** Aborts one multipart upload and drops its journal row; an upload S3 no longer knows counts as aborted. */
@@ -173,7 +185,7 @@ export async function abortRecorded(
 }
 
 /** S3's smallest part, except the last one of an upload. */
-export const S3_MIN_PART_BYTES = 5 * 1024 * 1024;
+export const S3_MIN_PART_BYTES = MIN_BLOCK_BYTES;
 /** S3's largest part (and largest single copy source of UploadPartCopy). */
 export const S3_MAX_PART_BYTES = 5 * 1024 * 1024 * 1024;
 export const S3_MAX_PARTS = 10_000;
@@ -193,7 +205,7 @@ export function canComposeByCopy(sizes: number[]): boolean {
  */
 export async function composeByCopy(
   target: MultipartTarget,
-  sources: { key: string; bytes: number }[],
+  sources: { key: string; bytes: number; range?: string }[],
   settings: { parallel: number; journal: MultipartJournal },
 ): Promise<void> {
   const { client, bucket, key, contentType } = target;
@@ -216,6 +228,7 @@ export async function composeByCopy(
             UploadId: uploadId,
             PartNumber: index + 1,
             CopySource: `${bucket}/${sources[index].key}`,
+            CopySourceRange: sources[index].range,
           }),
         );
         const etag = out.CopyPartResult?.ETag;
@@ -225,17 +238,183 @@ export async function composeByCopy(
       }
     };
     await Promise.all(Array.from({ length: Math.min(settings.parallel, sources.length) }, copyNext));
-    await client.send(
-      new CompleteMultipartUploadCommand({
-        Bucket: bucket,
-        Key: key,
-        UploadId: uploadId,
-        MultipartUpload: { Parts: parts },
-      }),
-    );
-    await settings.journal.closed(uploadId).catch(() => undefined);
+    await completeRecorded({ client, bucket, key }, uploadId, parts, settings.journal);
   } catch (error) {
     await abortRecorded(target, uploadId, settings.journal);
     throw error;
   }
+}
+
+/** S3 part numbers one block (one part of a resumable upload) may use: 4 × 16 MiB hold the 64 MiB largest part. */
+export const PART_NUMBERS_PER_BLOCK = 4;
+export const BLOCK_SUB_PART_BYTES = 16 * 1024 * 1024;
+export const MAX_BLOCK_BYTES = PART_NUMBERS_PER_BLOCK * BLOCK_SUB_PART_BYTES;
+/** Blocks 0…MAX_BLOCKS-1; the part numbers after them stay free for one copied last part (see completeBlocks). */
+export const MAX_BLOCKS = MAX_UPLOAD_BLOCKS;
+
+export const firstPartNumberOf = (block: number) => block * PART_NUMBERS_PER_BLOCK + 1;
+export const blockOfPartNumber = (partNumber: number) => Math.floor((partNumber - 1) / PART_NUMBERS_PER_BLOCK);
+
+/** A block must carry at least one S3 part's minimum: a smaller part of a resumable upload is an object of its own. */
+export class BlockTooSmallError extends Error {}
+
+/**
+ * Streams `body` (one part of a resumable upload, at most MAX_BLOCK_BYTES) into the S3 parts of `block`
+ * of an open multipart upload, so that completing the upload later joins blocks without copying a byte.
+ * Every S3 part must be at least 5 MiB except the object's last, and a block can sit anywhere in the
+ * object, so a full 16 MiB buffer is held back until the next one has passed 5 MiB; a shorter tail is
+ * sent together with the buffer before it. The writer borrows exactly two buffers from the pool, both
+ * at once, and alternates them (one fills while the other is sent). Resolves with the bytes written;
+ * rejects with BlockTooSmallError (nothing sent) when the body is under 5 MiB. Parts sent by a failed
+ * block stay in the upload, unnamed: completion never lists them and S3 drops them.
+ */
+export async function uploadBlock(
+  target: Omit<MultipartTarget, 'contentType'> & { uploadId: string; journalId: string },
+  block: number,
+  body: Readable,
+  settings: { pool: PartBufferPool; journal: MultipartJournal },
+): Promise<number> {
+  const { client, bucket, key, uploadId, journalId } = target;
+  const buffers = await settings.pool.acquireMany(BLOCK_SUB_PART_BYTES, 2);
+  const spare: Buffer[] = [buffers[1]];
+  let sending: Promise<void> | null = null;
+  let partNumber = firstPartNumberOf(block);
+  let total = 0;
+
+  const send = (chunks: Buffer[]) => {
+    const number = partNumber++;
+    const length = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
+    const request = client.send(
+      new UploadPartCommand({
+        Bucket: bucket,
+        Key: key,
+        UploadId: uploadId,
+        PartNumber: number,
+        Body: chunks.length === 1 ? chunks[0] : Readable.from(chunks),
+        ContentLength: length,
+      }),
+    );
+    sending = request.then(async (out) => {
+      if (!out.ETag) throw new Error(`part ${number} came back without an ETag`);
+      await settings.journal.partStored(journalId, number, length, out.ETag);
+    });
+    return sending;
+  };
+  /** The buffer `chunk` came from goes back to the spare list once its part is sent. */
+  const recycle = (sent: Promise<void>, buffer: Buffer) =>
+    sent.then(
+      () => void spare.push(buffer),
+      (error: unknown) => {
+        spare.push(buffer);
+        throw error;
+      },
+    );
+
+  let current = buffers[0];
+  let filled = 0;
+  let held: Buffer | null = null;
+  let inFlight: Promise<void> | null = null;
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      let offset = 0;
+      while (offset < chunk.length) {
+        const copied = chunk.copy(current, filled, offset);
+        filled += copied;
+        offset += copied;
+        total += copied;
+        if (held && filled >= S3_MIN_PART_BYTES) {
+          inFlight = recycle(send([held]), held);
+          held = null;
+        }
+        if (filled === BLOCK_SUB_PART_BYTES) {
+          held = current;
+          if (inFlight) await inFlight;
+          inFlight = null;
+          current = spare.pop()!;
+          filled = 0;
+        }
+      }
+    }
+    if (total < S3_MIN_PART_BYTES) throw new BlockTooSmallError(`a block of ${total} bytes`);
+    if (inFlight) await inFlight;
+    if (held && filled > 0) await send([held, current.subarray(0, filled)]);
+    else if (held) await send([held]);
+    else await send([current.subarray(0, filled)]);
+    return total;
+  } finally {
+    await (inFlight as Promise<void> | null)?.catch(() => undefined);
+    await (sending as Promise<void> | null)?.catch(() => undefined);
+    settings.pool.release(buffers[0]);
+    settings.pool.release(buffers[1]);
+  }
+}
+
+/** The upload holds parts of blocks not named: S3 servers such as Ceph's cannot complete with a subset. */
+export class BlocksNotJoinableError extends Error {}
+
+export interface BlockPlacement {
+  block: number;
+  offset: number;
+  bytes: number;
+}
+
+/**
+ * Completes the multipart upload at `target.key` from the parts S3 lists for it. `blocks` 'exact' (an
+ * ascending list): the object is exactly those blocks, then `lastSource` (a stored object, copied in as
+ * the final part: a small last part of a resumable upload); BlocksNotJoinableError, with nothing
+ * changed, when the upload holds any other part (some S3 servers refuse to complete with a subset of
+ * the parts). `blocks` 'all': every part, in part-number order, whatever block it belongs to. Returns
+ * where each block landed. On failure the multipart upload is left as it was for a retry or an abort.
+ */
+export async function completeBlocks(
+  target: Omit<MultipartTarget, 'contentType'> & { uploadId: string; journalId: string },
+  blocks: number[] | 'all',
+  lastSource: { key: string; bytes: number } | null,
+  journal: MultipartJournal,
+): Promise<BlockPlacement[]> {
+  const { client, bucket, key, uploadId, journalId } = target;
+  const lastNumber = firstPartNumberOf(MAX_BLOCKS);
+  const listed = (await partsOf(client, bucket, key, uploadId)).filter(
+    // A last part copied by an earlier attempt is copied again (or, with 'all', kept).
+    (part) => blocks === 'all' || part.PartNumber !== lastNumber,
+  );
+  if (blocks !== 'all') {
+    if (blocks.some((block, index) => index > 0 && block <= blocks[index - 1]))
+      throw new Error('blocks must be in ascending order');
+    const named = new Set(blocks);
+    if (listed.some((part) => !named.has(blockOfPartNumber(part.PartNumber!))))
+      throw new BlocksNotJoinableError('the upload holds parts of blocks not named');
+    const present = new Set(listed.map((part) => blockOfPartNumber(part.PartNumber!)));
+    const missing = blocks.find((block) => !present.has(block));
+    if (missing !== undefined) throw new Error(`block ${missing} has no parts`);
+  }
+  const placements: BlockPlacement[] = [];
+  const parts: { PartNumber: number; ETag: string }[] = [];
+  let offset = 0;
+  for (const part of listed) {
+    const block = blockOfPartNumber(part.PartNumber!);
+    const bytes = Number(part.Size ?? 0);
+    const current = placements[placements.length - 1];
+    if (current?.block === block) current.bytes += bytes;
+    else placements.push({ block, offset, bytes });
+    offset += bytes;
+    parts.push({ PartNumber: part.PartNumber!, ETag: part.ETag! });
+  }
+  if (lastSource && blocks !== 'all') {
+    const out = await client.send(
+      new UploadPartCopyCommand({
+        Bucket: bucket,
+        Key: key,
+        UploadId: uploadId,
+        PartNumber: lastNumber,
+        CopySource: `${bucket}/${lastSource.key}`,
+      }),
+    );
+    const etag = out.CopyPartResult?.ETag;
+    if (!etag) throw new Error('the last part copy came back without an ETag');
+    await journal.partStored(journalId, lastNumber, lastSource.bytes, etag);
+    parts.push({ PartNumber: lastNumber, ETag: etag });
+  }
+  await completeRecorded({ client, bucket, key }, uploadId, parts, journal);
+  return placements;
 }

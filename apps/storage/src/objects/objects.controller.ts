@@ -3,8 +3,12 @@ import type { Request, Response } from 'express';
 import { pipeline } from 'node:stream/promises';
 import { ApiError, APP_CONFIG, LOGGER, watchResponseBody, type AppLogger, type StorageConfig } from '@app/common';
 import {
+  type CompleteBlocksRequest,
+  type CompletedBlocksReceipt,
   type ComposedObjectReceipt,
   type ComposeRequest,
+  type ComposeSource,
+  type HashedObjectReceipt,
   STORAGE_HEADER,
   STORAGE_KEY_PATTERN,
   type StoredObjectReceipt,
@@ -20,21 +24,40 @@ function checkedKey(key: string): string {
 const MAX_COMPOSE_SOURCES = 10_000;
 const MAX_COMPOSE_BODY_BYTES = 2 * 1024 * 1024;
 
-async function readComposeRequest(req: Request): Promise<ComposeRequest> {
+async function readJson<T>(req: Request): Promise<T> {
   let text = '';
   for await (const chunk of req as AsyncIterable<Buffer>) {
     text += chunk.toString('utf8');
-    if (text.length > MAX_COMPOSE_BODY_BYTES) throw ApiError.invalid('compose request too large');
+    if (text.length > MAX_COMPOSE_BODY_BYTES) throw ApiError.invalid('request too large');
   }
-  let body: ComposeRequest;
   try {
-    body = JSON.parse(text) as ComposeRequest;
+    return JSON.parse(text) as T;
   } catch {
-    throw new ApiError('invalid_json', 'The compose request is not JSON.');
+    throw new ApiError('invalid_json', 'The request is not JSON.');
   }
+}
+
+const isOffset = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
+
+function checkedSource(source: unknown): ComposeSource {
+  if (typeof source === 'string') return checkedKey(source);
+  const range = source as { key?: unknown; start?: unknown; end?: unknown } | null;
+  if (
+    !range ||
+    typeof range.key !== 'string' ||
+    !isOffset(range.start) ||
+    !isOffset(range.end) ||
+    range.end < range.start
+  )
+    throw ApiError.invalid('a source is a key or {key, start, end}', 'sources');
+  return { key: checkedKey(range.key), start: range.start, end: range.end };
+}
+
+async function readComposeRequest(req: Request): Promise<ComposeRequest> {
+  const body = await readJson<ComposeRequest>(req);
   if (!Array.isArray(body?.sources) || body.sources.length > MAX_COMPOSE_SOURCES)
     throw ApiError.invalid('sources must be a list of keys', 'sources');
-  return { sources: body.sources.map((source) => checkedKey(String(source))), contentType: body.contentType };
+  return { sources: body.sources.map(checkedSource), contentType: body.contentType };
 }
 
 /** The internal compose API: an object made on the S3 side from others, in order. */
@@ -47,6 +70,69 @@ export class ComposeController {
   async compose(@Param('key') key: string, @Req() req: Request): Promise<ComposedObjectReceipt> {
     const request = await readComposeRequest(req);
     return this.objects.compose(checkedKey(key), request.sources, request.contentType);
+  }
+}
+
+/** Measures an object (size, SHA-256, MD5) by reading it once: a file completed from blocks is hashed here. */
+@Controller('internal/hash')
+export class HashController {
+  constructor(@Inject(ObjectsService) private readonly objects: ObjectsService) {}
+
+  @Post(':key')
+  @HttpCode(200)
+  hash(@Param('key') key: string): Promise<HashedObjectReceipt> {
+    return this.objects.hash(checkedKey(key));
+  }
+}
+
+/** Multipart uploads kept open across requests: a resumable upload's parts go straight into them as blocks. */
+@Controller('internal/multipart')
+export class MultipartController {
+  constructor(@Inject(ObjectsService) private readonly objects: ObjectsService) {}
+
+  @Post(':key')
+  @HttpCode(200)
+  async open(@Param('key') key: string, @Req() req: Request): Promise<{ uploadId: string }> {
+    const contentType = req.headers[STORAGE_HEADER.contentType];
+    const uploadId = await this.objects.openMultipart(
+      checkedKey(key),
+      typeof contentType === 'string' ? contentType : undefined,
+    );
+    return { uploadId };
+  }
+
+  @Put(':key/:uploadId/blocks/:block')
+  async writeBlock(
+    @Param('key') key: string,
+    @Param('uploadId') uploadId: string,
+    @Param('block') block: string,
+    @Req() req: Request,
+  ): Promise<StoredObjectReceipt> {
+    const maxBytes = Number(req.headers[STORAGE_HEADER.maxBytes]);
+    if (!Number.isSafeInteger(maxBytes) || maxBytes < 0)
+      throw ApiError.invalid(`${STORAGE_HEADER.maxBytes} must be a byte count`);
+    return this.objects.writeBlock(checkedKey(key), uploadId, Number(block), req, maxBytes);
+  }
+
+  @Post(':key/:uploadId/complete')
+  @HttpCode(200)
+  async complete(
+    @Param('key') key: string,
+    @Param('uploadId') uploadId: string,
+    @Req() req: Request,
+  ): Promise<CompletedBlocksReceipt> {
+    const body = await readJson<CompleteBlocksRequest>(req);
+    const blocks = body?.blocks === 'all' ? 'all' : Array.isArray(body?.blocks) ? body.blocks : null;
+    if (!blocks || (blocks !== 'all' && (blocks.length > MAX_COMPOSE_SOURCES || !blocks.every(isOffset))))
+      throw ApiError.invalid('blocks must be a list of block numbers, or "all"', 'blocks');
+    const lastSource = typeof body.lastSource === 'string' ? checkedKey(body.lastSource) : null;
+    return this.objects.completeBlocks(checkedKey(key), uploadId, blocks, lastSource);
+  }
+
+  @Delete(':key/:uploadId')
+  @HttpCode(204)
+  async abort(@Param('key') key: string, @Param('uploadId') uploadId: string): Promise<void> {
+    await this.objects.abortMultipart(checkedKey(key), uploadId);
   }
 }
 

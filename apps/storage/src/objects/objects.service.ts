@@ -2,9 +2,16 @@ import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@ne
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { ApiError, APP_CONFIG, LOGGER, type AppLogger, type StorageConfig } from '@app/common';
-import type { ComposedObjectReceipt, StoredObjectReceipt } from '@app/contracts';
+import type {
+  CompletedBlocksReceipt,
+  ComposedObjectReceipt,
+  ComposeSource,
+  HashedObjectReceipt,
+  StoredObjectReceipt,
+} from '@app/contracts';
 import { S3MultipartRepository } from '@app/db';
 import { MeteringTransform, ObjectTooLargeError } from './metering.transform';
+import { BlocksNotJoinableError, BlockTooSmallError, MAX_BLOCK_BYTES, MAX_BLOCKS } from './multipart-upload';
 import { ObjectMissingError, type ObjectRead, RangeNotSatisfiableError, S3ObjectClient } from './s3-object.client';
 
 /** Puts, reads and deletes objects; makes sure a failed put leaves nothing in the bucket. */
@@ -107,14 +114,18 @@ export class ObjectsService implements OnModuleInit, OnModuleDestroy {
    * `key` becomes the concatenation of `sources` (see S3ObjectClient.compose), then is read back once to
    * measure its SHA-256 and MD5 — part copies never show us the bytes. On failure nothing is left at `key`.
    */
-  compose(key: string, sources: string[], contentType?: string): Promise<ComposedObjectReceipt> {
+  compose(key: string, sources: ComposeSource[], contentType?: string): Promise<ComposedObjectReceipt> {
     const done = this.composeNow(key, sources, contentType);
     const settled = done.catch(() => undefined).finally(() => this.inFlight.delete(key));
     this.inFlight.set(key, settled);
     return done;
   }
 
-  private async composeNow(key: string, sources: string[], contentType?: string): Promise<ComposedObjectReceipt> {
+  private async composeNow(
+    key: string,
+    sources: ComposeSource[],
+    contentType?: string,
+  ): Promise<ComposedObjectReceipt> {
     try {
       const started = Date.now();
       const { bytes, byCopy } = await this.s3.compose(key, sources, contentType);
@@ -133,15 +144,125 @@ export class ObjectsService implements OnModuleInit, OnModuleDestroy {
     }
   }
 
-  private async hashOf(key: string): Promise<{ sha256: string; md5: string }> {
+  /** Reads the object once and measures it: size, SHA-256 and MD5. */
+  async hash(key: string): Promise<HashedObjectReceipt> {
+    try {
+      const started = Date.now();
+      const { sha256, md5, bytes } = await this.hashOf(key);
+      this.logger.info({ key, bytes, hashedMs: Date.now() - started }, 'object hashed');
+      return { key, bytes, sha256, md5 };
+    } catch (error) {
+      if (error instanceof ObjectMissingError) throw ApiError.notFound('object');
+      this.logger.error({ key, err: error }, 'hash failed');
+      throw new ApiError('service_unavailable', 'Object storage failed; try again.');
+    }
+  }
+
+  /** Opens a multipart upload that stays open across requests (a resumable upload's). */
+  async openMultipart(key: string, contentType?: string): Promise<string> {
+    try {
+      return await this.s3.openMultipart(key, contentType);
+    } catch (error) {
+      this.logger.error({ key, err: error }, 'could not open a multipart upload');
+      throw new ApiError('service_unavailable', 'Object storage failed; try again.');
+    }
+  }
+
+  /**
+   * Streams one part of a resumable upload into `block` of its open multipart upload, capped at
+   * `maxBytes` (at most 64 MiB) and hashed. 404 when the upload is no longer open; 400 when the part is
+   * under 5 MiB (the caller sends such a part as an object of its own).
+   */
+  async writeBlock(
+    key: string,
+    uploadId: string,
+    block: number,
+    body: Readable,
+    maxBytes: number,
+  ): Promise<StoredObjectReceipt> {
+    if (!Number.isSafeInteger(block) || block < 0 || block >= MAX_BLOCKS) throw ApiError.invalid('no such block');
+    const journalId = await this.journal.idOf(key, uploadId);
+    if (!journalId) throw ApiError.notFound('multipart upload');
+    const meter = new MeteringTransform(Math.min(maxBytes, MAX_BLOCK_BYTES));
+    let callerGone = false;
+    const gone = (error?: Error) => {
+      callerGone = true;
+      meter.destroy(error ?? new Error('the caller went away'));
+    };
+    body.on('error', gone);
+    body.on('close', () => {
+      if (!body.readableEnded) gone();
+    });
+    body.pipe(meter);
+    try {
+      const bytes = await this.s3.writeBlock(key, uploadId, journalId, block, meter);
+      return { key, bytes, sha256: meter.digest() };
+    } catch (error) {
+      body.unpipe(meter);
+      meter.destroy();
+      if (error instanceof ObjectTooLargeError)
+        throw new ApiError('file_too_large', `A block is at most ${MAX_BLOCK_BYTES} bytes.`);
+      if (error instanceof BlockTooSmallError) throw ApiError.invalid('A block is at least 5 MiB.');
+      if (callerGone) {
+        this.logger.info({ key, block, bytes: meter.bytes }, 'block cancelled by the caller');
+        throw new ApiError('invalid_request', 'The upload was cancelled.');
+      }
+      this.logger.error({ key, block, err: error }, 'block upload to S3 failed');
+      throw new ApiError('service_unavailable', 'Object storage failed; try again.');
+    }
+  }
+
+  /**
+   * Completes the open multipart upload at `key`: from exactly `blocks` (ascending) and an optional last
+   * object, or from every part it holds ('all'). 409 upload_conflict when exact blocks cannot be joined
+   * because the upload holds other parts too (a re-sent or failed part): the caller then takes 'all'.
+   */
+  async completeBlocks(
+    key: string,
+    uploadId: string,
+    blocks: number[] | 'all',
+    lastSource: string | null,
+  ): Promise<CompletedBlocksReceipt> {
+    const journalId = await this.journal.idOf(key, uploadId);
+    if (!journalId) throw ApiError.notFound('multipart upload');
+    try {
+      const started = Date.now();
+      const placed = await this.s3.completeBlocks(key, uploadId, journalId, blocks, lastSource);
+      const bytes = await this.s3.size(key);
+      this.logger.info(
+        { key, blocks: placed.length, exact: blocks !== 'all', bytes, completedMs: Date.now() - started },
+        'blocks completed',
+      );
+      return { key, bytes, blocks: placed };
+    } catch (error) {
+      if (error instanceof BlocksNotJoinableError)
+        throw new ApiError('upload_conflict', 'The upload holds parts besides the blocks named.');
+      if (error instanceof ObjectMissingError) throw ApiError.notFound('object');
+      this.logger.error({ key, uploadId, err: error }, 'completing blocks failed');
+      throw new ApiError('service_unavailable', 'Object storage failed; try again.');
+    }
+  }
+
+  async abortMultipart(key: string, uploadId: string): Promise<void> {
+    try {
+      await this.s3.abortUpload(key, uploadId);
+    } catch (error) {
+      this.logger.error({ key, err: error }, 'could not abort a multipart upload; the sweeper will retry');
+      throw new ApiError('service_unavailable', 'Object storage failed; try again.');
+    }
+  }
+
+  private async hashOf(key: string): Promise<{ sha256: string; md5: string; bytes: number }> {
     const sha256 = createHash('sha256');
     const md5 = createHash('md5');
     const object = await this.s3.read(key);
+    let bytes = 0;
     for await (const chunk of object.body as AsyncIterable<Buffer>) {
       sha256.update(chunk);
       md5.update(chunk);
+      bytes += chunk.length;
     }
-    return { sha256: sha256.digest('hex'), md5: md5.digest('hex') };
+    return { sha256: sha256.digest('hex'), md5: md5.digest('hex'), bytes };
   }
 
   private async removeLeftovers(key: string): Promise<void> {

@@ -35,4 +35,17 @@ describe('PartBufferPool', () => {
     expect(big.length).toBe(2 * KiB);
     expect(pool.inUseBytes).toBe(2 * KiB);
   });
+
+  it('grants a pair together or not at all, so two writers never each hold half of what they need', async () => {
+    const pool = new PartBufferPool(2 * KiB);
+    const [a, b] = await pool.acquireMany(KiB, 2);
+    let granted: Buffer[] | null = null;
+    const pair = pool.acquireMany(KiB, 2).then((buffers) => (granted = buffers));
+    pool.release(a);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(granted).toBeNull();
+    pool.release(b);
+    expect((await pair).length).toBe(2);
+    expect(pool.inUseBytes).toBe(2 * KiB);
+  });
 });

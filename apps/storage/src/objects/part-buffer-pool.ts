@@ -8,7 +8,7 @@ export class PartBufferPool {
   private allocated = 0;
   private lent = 0;
   private readonly free = new Map<number, Buffer[]>();
-  private readonly waiting: { size: number; grant: (buffer: Buffer) => void }[] = [];
+  private readonly waiting: { size: number; count: number; grant: (buffers: Buffer[]) => void }[] = [];
 
   constructor(readonly budgetBytes: number) {}
 
@@ -22,12 +22,20 @@ export class PartBufferPool {
   }
 
   /** A buffer of exactly `size` bytes, once one is free or the budget allows one more. */
-  acquire(size: number): Promise<Buffer> {
+  async acquire(size: number): Promise<Buffer> {
+    return (await this.acquireMany(size, 1))[0];
+  }
+
+  /**
+   * `count` buffers of `size` bytes, granted together: a writer that needs two buffers to make progress
+   * never holds one while waiting for the other, so writers cannot deadlock each other over the budget.
+   */
+  acquireMany(size: number, count: number): Promise<Buffer[]> {
     if (this.waiting.length === 0) {
-      const buffer = this.take(size);
-      if (buffer) return Promise.resolve(buffer);
+      const buffers = this.takeMany(size, count);
+      if (buffers) return Promise.resolve(buffers);
     }
-    return new Promise((grant) => this.waiting.push({ size, grant }));
+    return new Promise((grant) => this.waiting.push({ size, count, grant }));
   }
 
   release(buffer: Buffer): void {
@@ -36,29 +44,37 @@ export class PartBufferPool {
     list.push(buffer);
     this.free.set(buffer.length, list);
     while (this.waiting.length > 0) {
-      const next = this.take(this.waiting[0].size);
+      const next = this.takeMany(this.waiting[0].size, this.waiting[0].count);
       if (!next) break;
       this.waiting.shift()!.grant(next);
     }
   }
 
-  private take(size: number): Buffer | null {
-    const reused = this.free.get(size)?.pop();
-    if (reused) {
-      this.lent += size;
-      return reused;
+  /** `count` buffers at once, or none: reused ones first, fresh ones while the budget allows. */
+  private takeMany(size: number, count: number): Buffer[] | null {
+    const reusable = this.free.get(size) ?? [];
+    const fresh = Math.max(0, count - reusable.length);
+    if (fresh > 0) {
+      // Make room by dropping free buffers of other sizes (a part size used once, say).
+      for (const [other, list] of this.free) {
+        while (other !== size && list.length > 0 && this.allocated + fresh * size > this.budgetBytes) {
+          list.pop();
+          this.allocated -= other;
+        }
+      }
+      // Alone, a writer always gets its buffers, even when they are more than the budget.
+      if (this.allocated + fresh * size > this.budgetBytes && this.lent > 0) return null;
     }
-    // Make room by dropping free buffers of other sizes (a part size used once, say).
-    for (const [other, list] of this.free) {
-      while (other !== size && list.length > 0 && this.allocated + size > this.budgetBytes) {
-        list.pop();
-        this.allocated -= other;
+    const taken: Buffer[] = [];
+    for (let i = 0; i < count; i++) {
+      const buffer = reusable.pop();
+      if (buffer) taken.push(buffer);
+      else {
+        this.allocated += size;
+        taken.push(Buffer.allocUnsafeSlow(size));
       }
     }
-    // Alone, an upload always gets its buffer, even when one part is larger than the budget.
-    if (this.allocated + size > this.budgetBytes && this.lent > 0) return null;
-    this.allocated += size;
-    this.lent += size;
-    return Buffer.allocUnsafeSlow(size);
+    this.lent += count * size;
+    return taken;
   }
 }

@@ -1,5 +1,6 @@
 import {
   AbortMultipartUploadCommand,
+  CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   HeadBucketCommand,
@@ -12,11 +13,15 @@ import {
 import { Agent } from 'node:http';
 import { Readable } from 'node:stream';
 import { staticS3CredentialsOf, type StorageConfig } from '@app/common';
+import type { ComposeSource } from '@app/contracts';
 import {
   abortRecorded,
+  type BlockPlacement,
   canComposeByCopy,
+  completeBlocks,
   composeByCopy,
   type MultipartJournal,
+  uploadBlock,
   uploadStream,
 } from './multipart-upload';
 import { PartBufferPool } from './part-buffer-pool';
@@ -56,6 +61,20 @@ export class S3ObjectClient {
       responseChecksumValidation: 'WHEN_REQUIRED',
       requestHandler: { httpAgent: new Agent({ keepAlive: true, maxSockets: config.S3_MAX_SOCKETS }) },
     });
+    // Bodies we send are hashed once by us (SHA-256 of the whole object) on their way in; SigV4's own
+    // payload hash would be a second pass over every byte here and a third in the S3 server.
+    this.s3.middlewareStack.add(
+      (next, context) => async (args) => {
+        const request = args.request as { headers?: Record<string, string> };
+        if (
+          request.headers &&
+          (context.commandName === 'UploadPartCommand' || context.commandName === 'PutObjectCommand')
+        )
+          request.headers['x-amz-content-sha256'] = 'UNSIGNED-PAYLOAD';
+        return next(args);
+      },
+      { step: 'build', name: 'uhpUnsignedPayload' },
+    );
   }
 
   /** Parts are sized so `maxBytes` fits in S3's 10,000 parts. */
@@ -94,13 +113,24 @@ export class S3ObjectClient {
   }
 
   /**
-   * Makes `key` the concatenation of `sources`, on the S3 side: by part copies when every source but the
-   * last is at least 5 MiB (no byte travels), else by streaming the sources one after the other through
-   * this process into a multipart upload (memory bounded by the part buffers). Returns the size.
+   * Makes `key` the concatenation of `sources` (whole objects or byte ranges of them), on the S3 side:
+   * by part copies when every source but the last is at least 5 MiB (no byte travels), else by
+   * streaming the sources one after the other through this process into a multipart upload (memory
+   * bounded by the part buffers). Returns the size.
    */
-  async compose(key: string, sources: string[], contentType?: string): Promise<{ bytes: number; byCopy: boolean }> {
-    const sizes = await Promise.all(sources.map((source) => this.size(source)));
-    const bytes = sizes.reduce((sum, size) => sum + size, 0);
+  async compose(
+    key: string,
+    sources: ComposeSource[],
+    contentType?: string,
+  ): Promise<{ bytes: number; byCopy: boolean }> {
+    const pieces = await Promise.all(
+      sources.map(async (source) =>
+        typeof source === 'string'
+          ? { key: source, range: undefined, bytes: await this.size(source) }
+          : { key: source.key, range: `bytes=${source.start}-${source.end}`, bytes: source.end - source.start + 1 },
+      ),
+    );
+    const bytes = pieces.reduce((sum, piece) => sum + piece.bytes, 0);
     const target = {
       client: this.s3,
       bucket: this.bucket,
@@ -108,9 +138,7 @@ export class S3ObjectClient {
       contentType: contentType ?? 'application/octet-stream',
     };
     // An empty last source adds nothing, and a copy of zero bytes is not a part S3 takes everywhere.
-    const parts = sources
-      .map((source, index) => ({ key: source, bytes: sizes[index] }))
-      .filter((part) => part.bytes > 0);
+    const parts = pieces.filter((piece) => piece.bytes > 0);
     if (parts.length === 0) {
       await this.s3.send(
         new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: Buffer.alloc(0), ContentLength: 0 }),
@@ -121,10 +149,10 @@ export class S3ObjectClient {
       await composeByCopy(target, parts, { parallel: this.config.S3_UPLOAD_QUEUE_SIZE * 2, journal: this.journal });
       return { bytes, byCopy: true };
     }
-    const read = (source: string) => this.read(source).then((object) => object.body);
+    const read = (part: (typeof parts)[number]) => this.read(part.key, part.range).then((object) => object.body);
     const concatenated = Readable.from(
       (async function* () {
-        for (const part of parts) yield* (await read(part.key)) as AsyncIterable<Buffer>;
+        for (const part of parts) yield* (await read(part)) as AsyncIterable<Buffer>;
       })(),
     );
     await uploadStream(target, concatenated, {
@@ -134,6 +162,45 @@ export class S3ObjectClient {
       journal: this.journal,
     });
     return { bytes, byCopy: false };
+  }
+
+  /** Opens a multipart upload at `key` that stays open across requests (a resumable upload's), journalled. */
+  async openMultipart(key: string, contentType?: string): Promise<string> {
+    const out = await this.s3.send(
+      new CreateMultipartUploadCommand({
+        Bucket: this.bucket,
+        Key: key,
+        ContentType: contentType ?? 'application/octet-stream',
+      }),
+    );
+    if (!out.UploadId) throw new Error('S3 answered CreateMultipartUpload without an UploadId');
+    await this.journal.opened(key, out.UploadId);
+    return out.UploadId;
+  }
+
+  /** Streams one block of an open multipart upload (see uploadBlock); returns its size. */
+  writeBlock(key: string, uploadId: string, journalId: string, block: number, body: Readable): Promise<number> {
+    return uploadBlock({ client: this.s3, bucket: this.bucket, key, uploadId, journalId }, block, body, {
+      pool: this.partBuffers,
+      journal: this.journal,
+    });
+  }
+
+  /** Completes an open multipart upload from its blocks (see completeBlocks); returns where each block landed. */
+  async completeBlocks(
+    key: string,
+    uploadId: string,
+    journalId: string,
+    blocks: number[] | 'all',
+    lastSource: string | null,
+  ): Promise<BlockPlacement[]> {
+    const last = lastSource ? { key: lastSource, bytes: await this.size(lastSource) } : null;
+    return completeBlocks(
+      { client: this.s3, bucket: this.bucket, key, uploadId, journalId },
+      blocks,
+      last,
+      this.journal,
+    );
   }
 
   /** Aborts one multipart upload and drops its journal row. */

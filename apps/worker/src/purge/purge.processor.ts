@@ -25,6 +25,7 @@ export class PurgeProcessor extends WorkerHost implements OnApplicationBootstrap
   private reRegister?: NodeJS.Timeout;
   private readonly handlers: JobHandlers<typeof QUEUE.purge> = {
     [JOB.purgeObject]: async ({ objectId }, job) => this.counted(job, await this.purge.purgeObject(objectId)),
+    [JOB.hashObject]: async ({ objectId }, job) => this.counted(job, await this.purge.hashObject(objectId)),
     [JOB.sweep]: async (_payload, job) => {
       const result = await this.sweeper.sweep({
         staleUploadSeconds: this.config.STALE_UPLOAD_SECONDS,

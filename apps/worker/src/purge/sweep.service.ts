@@ -1,7 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { JobBus, LOGGER, type AppLogger } from '@app/common';
+import { JobBus, LOGGER, ObjectStore, type AppLogger } from '@app/common';
 import { PREVIEW_PIPELINE_VERSION } from '@app/contracts';
-import { MaintenanceRepository, ResponseRepository, StoredObjectRepository, UnitOfWork, type Work } from '@app/db';
+import {
+  MaintenanceRepository,
+  ResponseRepository,
+  StoredObjectRepository,
+  UnitOfWork,
+  UploadRepository,
+  type Work,
+} from '@app/db';
 
 const BATCH = 500;
 /** A response still in progress this long past its deadline lost its gateway (crash, restart). */
@@ -12,11 +19,15 @@ export interface SweepSettings {
   deletedRowRetentionSeconds: number;
   /** A PURGING object this old with no job in sight gets one (its enqueue was lost). */
   lostPurgeSeconds: number;
+  /** A file still "uploaded" this long after it was made gets its hash job again (its enqueue was lost). */
+  lostHashSeconds?: number;
 }
 
 export interface SweepResult {
   expired: number;
   expiredUploads: number;
+  abortedMultiparts: number;
+  requeuedHashes: number;
   requeued: number;
   reclaimed: number;
   interrupted: number;
@@ -38,6 +49,8 @@ export class SweepService {
     @Inject(StoredObjectRepository) private readonly objects: StoredObjectRepository,
     @Inject(ResponseRepository) private readonly responses: ResponseRepository,
     @Inject(MaintenanceRepository) private readonly maintenance: MaintenanceRepository,
+    @Inject(UploadRepository) private readonly uploads: UploadRepository,
+    @Inject(ObjectStore) private readonly store: ObjectStore,
     @Inject(JobBus) private readonly jobs: JobBus,
     @Inject(LOGGER) private readonly logger: AppLogger,
   ) {}
@@ -54,6 +67,12 @@ export class SweepService {
       await work.release(objectIds);
       return objectIds.length;
     });
+    const abortedMultiparts = await this.abortEndedMultiparts();
+    const unhashed = await this.objects.listUnhashedSince(
+      new Date(Date.now() - (settings.lostHashSeconds ?? 600) * 1000),
+      1000,
+    );
+    await this.jobs.hash(unhashed);
     const reclaimed = await this.objects.reclaimStaleUploads(new Date(Date.now() - settings.staleUploadSeconds * 1000));
     const lost = await this.objects.listPurgingSince(new Date(Date.now() - settings.lostPurgeSeconds * 1000), 1000);
     await this.jobs.purge([...reclaimed, ...lost]);
@@ -77,6 +96,8 @@ export class SweepService {
     const result = {
       expired,
       expiredUploads,
+      abortedMultiparts,
+      requeuedHashes: unhashed.length,
       requeued: lost.length,
       reclaimed: reclaimed.length,
       interrupted,
@@ -86,6 +107,23 @@ export class SweepService {
     };
     if (Object.values(result).some((count) => count > 0)) this.logger.info(result, 'sweep');
     return result;
+  }
+
+  /**
+   * The S3 multipart uploads of cancelled and expired resumable uploads, aborted: their blocks go. One
+   * the storage service cannot abort now is left to its own sweep, which finds its owner no longer pending.
+   */
+  private async abortEndedMultiparts(): Promise<number> {
+    let aborted = 0;
+    for (const multipart of await this.uploads.closeEndedMultiparts(BATCH)) {
+      try {
+        await this.store.abortMultipart(multipart.storageKey, multipart.s3UploadId);
+        aborted++;
+      } catch (error) {
+        this.logger.warn({ err: error, key: multipart.storageKey }, 'could not abort a multipart upload; storage will');
+      }
+    }
+    return aborted;
   }
 
   /** Runs `step` in its own unit of work until it handles less than a full batch. */

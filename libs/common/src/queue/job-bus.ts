@@ -77,6 +77,21 @@ export class JobBus {
     }
   }
 
+  /**
+   * Hands objects completed unhashed to the worker to measure. A lost enqueue is logged, not failed:
+   * the sweep finds files still "uploaded" and queues them again.
+   */
+  async hash(objectIds: string[]): Promise<void> {
+    try {
+      await this.add(
+        JOB.hashObject,
+        objectIds.map((objectId) => ({ objectId })),
+      );
+    } catch {
+      this.logger.warn({ objectIds }, 'hash jobs not queued now; the sweep will queue them');
+    }
+  }
+
   /** Registers the periodic job: one scheduler in Redis, however many workers call this. */
   async schedule<N extends JobName>(name: N, everyMs: number, payload: JobPayloads[N]): Promise<void> {
     const spec = JOBS[name];

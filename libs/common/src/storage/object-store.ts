@@ -1,5 +1,11 @@
 import type { Readable } from 'node:stream';
-import type { ComposedObjectReceipt, StoredObjectReceipt } from '@app/contracts';
+import type {
+  CompletedBlocksReceipt,
+  ComposedObjectReceipt,
+  ComposeSource,
+  HashedObjectReceipt,
+  StoredObjectReceipt,
+} from '@app/contracts';
 
 export interface ByteRange {
   start: number;
@@ -38,5 +44,32 @@ export abstract class ObjectStore {
    * Makes `key` the concatenation of the objects `sources`, in order, on the storage side (no byte
    * passes through the caller); resolves with its size, SHA-256 and MD5. On failure nothing is at `key`.
    */
-  abstract compose(key: string, sources: string[], contentType?: string): Promise<ComposedObjectReceipt>;
+  abstract compose(key: string, sources: ComposeSource[], contentType?: string): Promise<ComposedObjectReceipt>;
+  /** Reads the object once on the storage side: its size, SHA-256 and MD5. */
+  abstract hash(key: string): Promise<HashedObjectReceipt>;
+  /** Opens a multipart upload at `key` that stays open across requests; resolves with its upload id. */
+  abstract openMultipart(key: string, contentType: string): Promise<string>;
+  /**
+   * Streams one part (5 MiB to 64 MiB) into block `block` of the open multipart upload; 400 under
+   * 5 MiB, 404 when the multipart upload is no longer open.
+   */
+  abstract putBlock(
+    key: string,
+    uploadId: string,
+    block: number,
+    body: Readable,
+    options: PutOptions,
+  ): Promise<StoredObjectReceipt>;
+  /**
+   * Completes the open multipart upload from exactly `blocks` (ascending) plus `lastSource` as the last
+   * part — upload_conflict when it holds other parts too — or from every part it holds ('all').
+   */
+  abstract completeBlocks(
+    key: string,
+    uploadId: string,
+    blocks: number[] | 'all',
+    lastSource?: string,
+  ): Promise<CompletedBlocksReceipt>;
+  /** Aborts the multipart upload; one that is already gone counts as aborted. */
+  abstract abortMultipart(key: string, uploadId: string): Promise<void>;
 }

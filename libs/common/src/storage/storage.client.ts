@@ -1,8 +1,13 @@
 import { Agent, type IncomingMessage, request } from 'node:http';
 import type { Readable } from 'node:stream';
 import {
+  type CompletedBlocksReceipt,
   type ComposedObjectReceipt,
   composePath,
+  type ComposeSource,
+  type HashedObjectReceipt,
+  hashPath,
+  multipartPath,
   objectsPath,
   STORAGE_HEADER,
   type StoredObjectReceipt,
@@ -34,6 +39,8 @@ function storageError(status: number, text: string): ApiError {
   if (status === 413 || code === 'file_too_large')
     return new ApiError('file_too_large', 'The file is larger than max_file_bytes (see GET /v1/limits).', 'file');
   if (status === 404) return ApiError.notFound('object');
+  if (status === 409) return new ApiError('upload_conflict', 'The blocks named cannot be joined as they are.');
+  if (status === 400) return ApiError.invalid('Object storage refused the request as malformed.');
   return new ApiError('service_unavailable', 'Object storage is unavailable; try again.');
 }
 
@@ -73,6 +80,21 @@ export class StorageClient extends ObjectStore {
    * by then), or with service_unavailable. Aborting `signal` cancels the upload on the storage side.
    */
   put(key: string, body: Readable, opts: PutOptions): Promise<StoredObjectReceipt> {
+    return this.stream(objectsPath(key), body, opts);
+  }
+
+  /** Streams one part into a block of an open multipart upload (see ObjectStore.putBlock). */
+  putBlock(
+    key: string,
+    uploadId: string,
+    block: number,
+    body: Readable,
+    opts: PutOptions,
+  ): Promise<StoredObjectReceipt> {
+    return this.stream(`${multipartPath(key, uploadId)}/blocks/${block}`, body, opts);
+  }
+
+  private stream(path: string, body: Readable, opts: PutOptions): Promise<StoredObjectReceipt> {
     return new Promise<StoredObjectReceipt>((resolve, reject) => {
       let settled = false;
       const settle = (fn: () => void) => {
@@ -81,7 +103,7 @@ export class StorageClient extends ObjectStore {
           fn();
         }
       };
-      const req = request(this.url(objectsPath(key)), {
+      const req = request(this.url(path), {
         method: 'PUT',
         agent: this.agent,
         headers: this.headers({
@@ -147,17 +169,52 @@ export class StorageClient extends ObjectStore {
   }
 
   /** Asks the storage service to compose `key` from `sources` (it may take a while: it hashes the result). */
-  compose(key: string, sources: string[], contentType?: string): Promise<ComposedObjectReceipt> {
-    const body = Buffer.from(JSON.stringify({ sources, contentType }));
-    return new Promise<ComposedObjectReceipt>((resolve, reject) => {
-      const req = request(this.url(composePath(key)), {
+  compose(key: string, sources: ComposeSource[], contentType?: string): Promise<ComposedObjectReceipt> {
+    return this.post(composePath(key), { sources, contentType });
+  }
+
+  /** Asks the storage service to read the object once and measure it. */
+  hash(key: string): Promise<HashedObjectReceipt> {
+    return this.post(hashPath(key), {});
+  }
+
+  async openMultipart(key: string, contentType: string): Promise<string> {
+    const { uploadId } = await this.post<{ uploadId: string }>(
+      multipartPath(key),
+      {},
+      {
+        [STORAGE_HEADER.contentType]: contentType,
+      },
+    );
+    return uploadId;
+  }
+
+  completeBlocks(
+    key: string,
+    uploadId: string,
+    blocks: number[],
+    lastSource?: string,
+  ): Promise<CompletedBlocksReceipt> {
+    return this.post(multipartPath(key, uploadId, 'complete'), { blocks, lastSource });
+  }
+
+  async abortMultipart(key: string, uploadId: string): Promise<void> {
+    const status = await this.simple('DELETE', multipartPath(key, uploadId));
+    if (status !== 204 && status !== 200 && status !== 404)
+      throw new ApiError('service_unavailable', `storage answered ${status} to an abort`);
+  }
+
+  private post<T>(path: string, json: unknown, extraHeaders: Record<string, string> = {}): Promise<T> {
+    const body = Buffer.from(JSON.stringify(json));
+    return new Promise<T>((resolve, reject) => {
+      const req = request(this.url(path), {
         method: 'POST',
         agent: this.agent,
-        headers: this.headers({ 'content-type': 'application/json', 'content-length': body.length }),
+        headers: this.headers({ 'content-type': 'application/json', 'content-length': body.length, ...extraHeaders }),
       });
       req.on('response', (res) => {
         readText(res).then((text) => {
-          if (res.statusCode === 200) resolve(JSON.parse(text) as ComposedObjectReceipt);
+          if (res.statusCode === 200) resolve(JSON.parse(text) as T);
           else reject(storageError(res.statusCode ?? 502, text));
         }, reject);
       });

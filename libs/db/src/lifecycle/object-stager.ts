@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Readable } from 'node:stream';
-import { JobBus, LOGGER, ObjectStore, type AppLogger, type PutOptions } from '@app/common';
+import { ApiError, JobBus, LOGGER, ObjectStore, type AppLogger, type PutOptions } from '@app/common';
+import type { CompletedBlocksReceipt, ComposeSource } from '@app/contracts';
 import { StoredObjectRepository } from '../repositories/stored-object.repository';
 
 /** Bytes in the bucket that no row points at yet: kept only when a unit of work adopts them. */
@@ -9,8 +10,12 @@ export interface StagedObject {
   principalId: string;
   storageKey: string;
   bytes: number;
-  sha256: string;
+  /** Null for an object completed from an upload's blocks: the worker measures it later. */
+  sha256: string | null;
 }
+
+/** A staged object whose SHA-256 the store measured on the way in. */
+export type HashedStagedObject = StagedObject & { sha256: string };
 
 /** An object to be discarded: staged, or whose upload failed part way. */
 export interface DiscardableObject {
@@ -35,7 +40,7 @@ export class ObjectStager {
   ) {}
 
   /** Streams `body` into a new object of the principal. On any failure nothing is left and the error is rethrown. */
-  async stage(principalId: string, body: Readable, options: PutOptions): Promise<StagedObject> {
+  async stage(principalId: string, body: Readable, options: PutOptions): Promise<HashedStagedObject> {
     const object = await this.objects.createUploading(principalId);
     try {
       const receipt = await this.store.put(object.storageKey, body, options);
@@ -59,9 +64,9 @@ export class ObjectStager {
    */
   async stageComposed(
     principalId: string,
-    sourceKeys: string[],
+    sourceKeys: ComposeSource[],
     contentType: string,
-  ): Promise<StagedObject & { md5: string }> {
+  ): Promise<StagedObject & { sha256: string; md5: string }> {
     const object = await this.objects.createUploading(principalId);
     try {
       const receipt = await this.store.compose(object.storageKey, sourceKeys, contentType);
@@ -72,6 +77,43 @@ export class ObjectStager {
         bytes: receipt.bytes,
         sha256: receipt.sha256,
         md5: receipt.md5,
+      };
+    } catch (error) {
+      await this.discard([object]);
+      throw error;
+    }
+  }
+
+  /**
+   * The open multipart upload at `storageKey` completed on the storage side (from exactly `blocks` and
+   * `lastSource` as its last part, or from every part it holds: see ObjectStore.completeBlocks), as a
+   * new object of the principal at that key. Its SHA-256 is not known (null): the caller has it
+   * measured. On failure nothing is kept at the key.
+   */
+  async stageBlocks(
+    principalId: string,
+    storageKey: string,
+    uploadId: string,
+    blocks: number[] | 'all',
+    lastSource?: string,
+  ): Promise<StagedObject & { placements: CompletedBlocksReceipt['blocks'] }> {
+    let object: { id: string; storageKey: string };
+    try {
+      object = await this.objects.createUploading(principalId, storageKey);
+    } catch (error) {
+      // A failed earlier completion of this key whose purge has not finished yet.
+      this.logger.warn({ err: error, storageKey }, 'the object of this upload is still being discarded');
+      throw new ApiError('service_unavailable', 'A previous completion of this upload is being cleaned up; retry.');
+    }
+    try {
+      const receipt = await this.store.completeBlocks(storageKey, uploadId, blocks, lastSource);
+      return {
+        id: object.id,
+        principalId,
+        storageKey,
+        bytes: receipt.bytes,
+        sha256: null,
+        placements: receipt.blocks,
       };
     } catch (error) {
       await this.discard([object]);

@@ -11,7 +11,8 @@ export interface ContainerFileRow {
   filename: string;
   bytes: bigint;
   contentType: string;
-  sha256: string;
+  /** Null while the file it was copied from is "uploaded" (not hashed yet). */
+  sha256: string | null;
   source: ContainerFileSource;
   responseId: string | null;
   createdAt: Date;
@@ -58,7 +59,7 @@ export interface NewContainerFile {
   filename: string;
   bytes: number | bigint;
   contentType: string;
-  sha256: string;
+  sha256: string | null;
   source: ContainerFileSource;
   responseId: string | null;
   createdAt: Date;

@@ -9,12 +9,17 @@ export interface FileRow {
   filename: string;
   bytes: bigint;
   contentType: string;
-  sha256: string;
+  /** Null while `status` is "uploaded": the worker has not hashed the file yet. */
+  sha256: string | null;
+  status: FileStatus;
   purpose: FilePurpose;
   createdAt: Date;
   expiresAt: Date | null;
   storageKey: string;
 }
+
+/** "uploaded": composed from an upload's parts, not hashed yet (downloads work); "processed": hashed. */
+export type FileStatus = 'uploaded' | 'processed';
 
 const FILE_SELECT = {
   id: true,
@@ -24,6 +29,7 @@ const FILE_SELECT = {
   bytes: true,
   contentType: true,
   sha256: true,
+  status: true,
   purpose: true,
   createdAt: true,
   expiresAt: true,
@@ -31,7 +37,11 @@ const FILE_SELECT = {
 } as const;
 
 type Selected = Prisma.FileGetPayload<{ select: typeof FILE_SELECT }>;
-const toRow = ({ object, ...file }: Selected): FileRow => ({ ...file, storageKey: object.storageKey });
+const toRow = ({ object, ...file }: Selected): FileRow => ({
+  ...file,
+  status: file.status === 'uploaded' ? 'uploaded' : 'processed',
+  storageKey: object.storageKey,
+});
 
 /** A file that is live: not deleted and not past its expiry. */
 function live(now = new Date()): Prisma.FileWhereInput {
@@ -44,7 +54,8 @@ export interface NewFile {
   filename: string;
   bytes: number;
   contentType: string;
-  sha256: string;
+  /** Null for a file completed from blocks: it is "uploaded" until markHashed. */
+  sha256: string | null;
   purpose: FilePurpose;
   createdAt: Date;
   expiresAt: Date | null;
@@ -56,7 +67,15 @@ export class FileRepository {
 
   async create(principalId: string, file: NewFile): Promise<FileRow> {
     return toRow(
-      await this.db.file.create({ data: { ...file, bytes: BigInt(file.bytes), principalId }, select: FILE_SELECT }),
+      await this.db.file.create({
+        data: {
+          ...file,
+          status: file.sha256 === null ? 'uploaded' : 'processed',
+          bytes: BigInt(file.bytes),
+          principalId,
+        },
+        select: FILE_SELECT,
+      }),
     );
   }
 

@@ -38,6 +38,12 @@ export class S3MultipartRepository {
     await this.db.s3MultipartUpload.deleteMany({ where: { s3UploadId } });
   }
 
+  /** The journal id of the open upload `s3UploadId` at `storageKey`; null once it was completed or aborted. */
+  async idOf(storageKey: string, s3UploadId: string): Promise<string | null> {
+    const row = await this.db.s3MultipartUpload.findFirst({ where: { storageKey, s3UploadId }, select: { id: true } });
+    return row?.id ?? null;
+  }
+
   async isKnown(s3UploadId: string): Promise<boolean> {
     return (await this.db.s3MultipartUpload.count({ where: { s3UploadId } })) > 0;
   }
@@ -53,17 +59,22 @@ export class S3MultipartRepository {
   /**
    * Uploads nobody is writing any more: no activity since `idleBefore`, or no activity since
    * `ownerGoneBefore` while the stored object of their key is gone or being purged (its owner failed
-   * or was discarded). Age alone never qualifies: a slow upload touches its row with every part.
+   * or was discarded). Age alone never qualifies: a slow upload touches its row with every part. The
+   * multipart upload of a resumable upload that is still pending and unexpired is never abandoned,
+   * however long its client pauses between parts.
    */
   async listAbandoned(idleBefore: Date, ownerGoneBefore: Date, limit: number): Promise<S3MultipartRow[]> {
     return this.db.$queryRaw<S3MultipartRow[]>(Prisma.sql`
       SELECT m.id::text AS id, m.storage_key AS "storageKey", m.s3_upload_id AS "s3UploadId",
              m.last_activity_at AS "lastActivityAt"
         FROM s3_multipart_uploads m
-       WHERE m.last_activity_at < ${idleBefore}
-          OR (m.last_activity_at < ${ownerGoneBefore}
-              AND NOT EXISTS (SELECT 1 FROM stored_objects o
-                               WHERE o.storage_key = m.storage_key AND o.status IN ('UPLOADING', 'READY')))
+       WHERE NOT EXISTS (SELECT 1 FROM uploads u
+                          WHERE u.storage_key = m.storage_key AND u.status IN ('pending', 'completing')
+                            AND u.expires_at > now())
+         AND (m.last_activity_at < ${idleBefore}
+              OR (m.last_activity_at < ${ownerGoneBefore}
+                  AND NOT EXISTS (SELECT 1 FROM stored_objects o
+                                   WHERE o.storage_key = m.storage_key AND o.status IN ('UPLOADING', 'READY'))))
        ORDER BY m.last_activity_at
        LIMIT ${limit}`);
   }

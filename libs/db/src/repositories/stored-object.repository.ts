@@ -8,9 +8,11 @@ export interface StoredObjectRow {
   storageKey: string;
   status: 'UPLOADING' | 'READY' | 'PURGING' | 'PURGED';
   refCount: number;
+  /** Null until measured: an object completed from an upload's blocks is hashed later by the worker. */
+  sha256: string | null;
 }
 
-const SELECT = { id: true, principalId: true, storageKey: true, status: true, refCount: true } as const;
+const SELECT = { id: true, principalId: true, storageKey: true, status: true, refCount: true, sha256: true } as const;
 
 export class ReferenceCountError extends Error {
   override readonly name = 'ReferenceCountError';
@@ -24,9 +26,9 @@ export class StoredObjectRepository {
   constructor(private readonly db: Db) {}
 
   /** Records an upload before its first byte is stored, so a crash mid-upload is found and reclaimed. */
-  async createUploading(principalId: string): Promise<StoredObjectRow> {
+  async createUploading(principalId: string, storageKey = `objects/${randomUUID()}`): Promise<StoredObjectRow> {
     return this.db.storedObject.create({
-      data: { principalId, storageKey: `objects/${randomUUID()}`, status: 'UPLOADING' },
+      data: { principalId, storageKey, status: 'UPLOADING' },
       select: SELECT,
     });
   }
@@ -41,12 +43,39 @@ export class StoredObjectRepository {
   }
 
   /** A finished upload becomes READY with its first reference. It must still be UPLOADING and the principal's. */
-  async markReady(principalId: string, id: string, bytes: number, sha256: string): Promise<void> {
+  async markReady(principalId: string, id: string, bytes: number, sha256: string | null): Promise<void> {
     const { count } = await this.db.storedObject.updateMany({
       where: { id, principalId, status: 'UPLOADING' },
       data: { status: 'READY', bytes: BigInt(bytes), sha256, refCount: 1 },
     });
     if (count !== 1) throw new ReferenceCountError(`object ${id} is not an upload of this principal in progress`);
+  }
+
+  /**
+   * The SHA-256 of an object completed unhashed (a file composed from an upload's blocks), measured by
+   * the worker: recorded on the object and on every file and artifact that points at it, which turns
+   * such a file from "uploaded" to "processed". Returns how many files it turned.
+   */
+  async recordHash(id: string, sha256: string): Promise<number> {
+    // Each statement only fills what is still empty, so a job that runs twice, or a copy made meanwhile, is fine.
+    await this.db.containerFile.updateMany({ where: { objectId: id, sha256: null }, data: { sha256 } });
+    const { count } = await this.db.file.updateMany({
+      where: { objectId: id, sha256: null },
+      data: { sha256, status: 'processed' },
+    });
+    await this.db.storedObject.updateMany({ where: { id, sha256: null }, data: { sha256 } });
+    return count;
+  }
+
+  /** Objects of files still "uploaded" since before `before`: their hash job was lost, or is still running. */
+  async listUnhashedSince(before: Date, limit: number): Promise<string[]> {
+    const rows = await this.db.file.findMany({
+      where: { status: 'uploaded', createdAt: { lt: before }, deletedAt: null },
+      select: { objectId: true },
+      distinct: ['objectId'],
+      take: limit,
+    });
+    return rows.map((row) => row.objectId);
   }
 
   /** An upload that will not be kept: nothing may point at it; its bytes are to be deleted. */

@@ -13,18 +13,34 @@ export interface UploadRow {
   protocol: string;
   offsetBytes: bigint;
   tusMetadata: string | null;
+  /** The final object's key, whose S3 multipart upload (s3UploadId) takes the parts of 5 MiB or more. */
+  storageKey: string | null;
+  /** Open while blocks may go into it; null once completed, staged or aborted. */
+  s3UploadId: string | null;
   createdAt: Date;
   expiresAt: Date;
 }
 
+/**
+ * Where a part's bytes are: a block of the upload's open multipart upload (`block`), or a stored object
+ * from `objectOffset` on (its own, or the upload's staged multipart object shared by its blocks).
+ */
 export interface UploadPartRow {
   id: string;
   uploadId: string;
-  objectId: string;
+  objectId: string | null;
+  block: number | null;
+  objectOffset: bigint;
   bytes: bigint;
   sha256: string;
   createdAt: Date;
+  storageKey: string | null;
+}
+
+/** The open multipart upload of an upload, for the storage service to complete or abort. */
+export interface UploadMultipart {
   storageKey: string;
+  s3UploadId: string;
 }
 
 export interface NewUpload {
@@ -37,6 +53,8 @@ export interface NewUpload {
   expiresAt: Date;
   protocol?: 'openai' | 'tus';
   tusMetadata?: string | null;
+  storageKey?: string | null;
+  s3UploadId?: string | null;
 }
 
 /** What a claim on an upload found: won, or the state that refused it. */
@@ -54,6 +72,8 @@ const UPLOAD_SELECT = {
   protocol: true,
   offsetBytes: true,
   tusMetadata: true,
+  storageKey: true,
+  s3UploadId: true,
   createdAt: true,
   expiresAt: true,
 } as const;
@@ -62,6 +82,8 @@ const PART_SELECT = {
   id: true,
   uploadId: true,
   objectId: true,
+  block: true,
+  objectOffset: true,
   bytes: true,
   sha256: true,
   createdAt: true,
@@ -69,7 +91,10 @@ const PART_SELECT = {
 } as const;
 
 type SelectedPart = Prisma.UploadPartGetPayload<{ select: typeof PART_SELECT }>;
-const toPart = ({ object, ...part }: SelectedPart): UploadPartRow => ({ ...part, storageKey: object.storageKey });
+const toPart = ({ object, ...part }: SelectedPart): UploadPartRow => ({
+  ...part,
+  storageKey: object?.storageKey ?? null,
+});
 
 /**
  * Resumable uploads and their parts (`/v1/uploads`). Every query takes the owning principal. State
@@ -169,9 +194,67 @@ export class UploadRepository {
     return count === 1 ? this.findForOwner(principalId, id) : null;
   }
 
+  /**
+   * The next block of the upload's open multipart upload for one part; null when the upload is not
+   * pending, has no open multipart upload, or has used all `maxBlocks` (the part is then an object).
+   * A block is never handed out twice, so parts written at once never share S3 part numbers.
+   */
+  async takeBlock(principalId: string, id: string, maxBlocks: number): Promise<number | null> {
+    const rows = await this.db.$queryRaw<{ block: number }[]>(Prisma.sql`
+      UPDATE uploads SET next_block = next_block + 1, updated_at = now()
+       WHERE id = ${id} AND principal_id = ${principalId}::uuid AND status = 'pending'
+         AND s3_upload_id IS NOT NULL AND next_block < ${maxBlocks}
+   RETURNING next_block - 1 AS block`);
+    return rows.length === 1 ? Number(rows[0].block) : null;
+  }
+
+  /**
+   * The upload's multipart upload is closed (completed, or aborted by the caller next): no block goes
+   * into it any more. Returns it, once, to the caller that closed it; null when it was not open.
+   */
+  async closeMultipart(principalId: string, id: string): Promise<UploadMultipart | null> {
+    const rows = await this.db.$queryRaw<UploadMultipart[]>(Prisma.sql`
+      UPDATE uploads u SET s3_upload_id = NULL, updated_at = now()
+        FROM (SELECT id, s3_upload_id FROM uploads WHERE id = ${id} AND principal_id = ${principalId}::uuid
+                 AND s3_upload_id IS NOT NULL FOR UPDATE) old
+       WHERE u.id = old.id
+   RETURNING u.storage_key AS "storageKey", old.s3_upload_id AS "s3UploadId"`);
+    return rows[0] ?? null;
+  }
+
+  /**
+   * The blocks of the upload became one stored object (`objectId`, its multipart upload completed with
+   * every block): each block part now points at its bytes in it.
+   */
+  async markStaged(objectId: string, parts: { id: string; offset: number }[]): Promise<void> {
+    for (const part of parts)
+      await this.db.uploadPart.update({
+        where: { id: part.id },
+        data: { objectId, block: null, objectOffset: BigInt(part.offset) },
+      });
+  }
+
+  /** Multipart uploads of uploads that ended (cancelled, expired) still open: closed here, for the caller to abort. */
+  async closeEndedMultiparts(limit: number): Promise<UploadMultipart[]> {
+    return this.db.$queryRaw<UploadMultipart[]>(Prisma.sql`
+      UPDATE uploads u SET s3_upload_id = NULL, updated_at = now()
+        FROM (SELECT id, s3_upload_id FROM uploads
+               WHERE s3_upload_id IS NOT NULL AND status IN ('cancelled', 'expired')
+               LIMIT ${limit} FOR UPDATE SKIP LOCKED) old
+       WHERE u.id = old.id
+   RETURNING u.storage_key AS "storageKey", old.s3_upload_id AS "s3UploadId"`);
+  }
+
   async addPart(
     principalId: string,
-    part: { id: string; uploadId: string; objectId: string; bytes: number; sha256: string },
+    part: {
+      id: string;
+      uploadId: string;
+      objectId: string | null;
+      block?: number | null;
+      bytes: number;
+      sha256: string;
+    },
   ): Promise<UploadPartRow> {
     return toPart(
       await this.db.uploadPart.create({
@@ -191,12 +274,16 @@ export class UploadRepository {
     return parts.map(toPart);
   }
 
-  /** Deletes every part row of the upload and returns their object ids, for the caller to release. */
+  /**
+   * Deletes every part row of the upload and returns their object ids, one per reference (blocks of a
+   * staged object each hold one), for the caller to release. Blocks still in the multipart upload have
+   * no object: they go with it.
+   */
   async dropParts(principalId: string, uploadId: string): Promise<string[]> {
-    const rows = await this.db.$queryRaw<{ objectId: string }[]>(Prisma.sql`
+    const rows = await this.db.$queryRaw<{ objectId: string | null }[]>(Prisma.sql`
       DELETE FROM upload_parts WHERE upload_id = ${uploadId} AND principal_id = ${principalId}::uuid
    RETURNING object_id::text AS "objectId"`);
-    return rows.map((row) => row.objectId);
+    return rows.flatMap((row) => (row.objectId ? [row.objectId] : []));
   }
 
   /**
@@ -213,9 +300,9 @@ export class UploadRepository {
                      ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)
    RETURNING id`);
     if (expired.length === 0) return [];
-    const rows = await this.db.$queryRaw<{ objectId: string }[]>(Prisma.sql`
+    const rows = await this.db.$queryRaw<{ objectId: string | null }[]>(Prisma.sql`
       DELETE FROM upload_parts WHERE upload_id = ANY(${expired.map((row) => row.id)}::text[])
    RETURNING object_id::text AS "objectId"`);
-    return rows.map((row) => row.objectId);
+    return rows.flatMap((row) => (row.objectId ? [row.objectId] : []));
   }
 }
