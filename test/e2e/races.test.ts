@@ -3,6 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { api, containerUpload, newSession, upload } from '../support/api';
 import { db } from '../support/db';
 import { pollUntil } from '../support/poll';
+import { objectExists, unfinishedUploads } from '../support/s3';
 
 /**
  * Deletes, copies and artifact commits fired many at a time. Whatever the interleaving: every row goes
@@ -193,5 +194,87 @@ describe('races between deletes, copies and commits', () => {
     expect(rows[0]).toEqual({ ref_count: 1, status: 'READY' });
     expect((await api('GET', `/v1/files/${file.id}/content`)).body.toString()).toBe('copy me');
     console.info(`races: ${copiesLanded} of ${2 * ROUNDS} copies landed before their container went`);
+  });
+});
+
+describe('resumable uploads completed and cancelled many at once', () => {
+  const MiB = 1024 * 1024;
+
+  async function part(uploadId: string, data: Buffer): Promise<string> {
+    const form = new FormData();
+    form.append('data', new Blob([data]), 'part');
+    const res = await api('POST', `/v1/uploads/${uploadId}/parts`, { form });
+    if (res.status !== 200) throw new Error(`part failed: ${res.status} ${res.body}`);
+    return res.json.id;
+  }
+
+  it('16 completes and cancels at once, 10 rounds: one outcome wins, the rows and the bucket agree with it', async () => {
+    const outcomes = { completed: 0, cancelled: 0 };
+    for (let round = 0; round < 10; round++) {
+      // Two blocks of the upload's multipart upload and a small last part (an object of its own).
+      const data = randomBytes(12 * MiB + 1000);
+      const created = await api('POST', '/v1/uploads', {
+        json: { filename: 'race.bin', purpose: 'user_data', bytes: data.length, mime_type: 'application/octet-stream' },
+      });
+      const uploadId = created.json.id;
+      const ids = [
+        await part(uploadId, data.subarray(0, 6 * MiB)),
+        await part(uploadId, data.subarray(6 * MiB, 12 * MiB)),
+        await part(uploadId, data.subarray(12 * MiB)),
+      ];
+      const { rows: keyRows } = await db.query(
+        `SELECT u.storage_key AS upload_key, array_agg(o.storage_key) FILTER (WHERE o.storage_key IS NOT NULL) AS part_keys
+           FROM uploads u LEFT JOIN upload_parts p ON p.upload_id = u.id LEFT JOIN stored_objects o ON o.id = p.object_id
+          WHERE u.id = $1 GROUP BY u.storage_key`,
+        [uploadId],
+      );
+      const uploadKey: string = keyRows[0].upload_key;
+      const partKeys: string[] = keyRows[0].part_keys ?? [];
+      expect(partKeys).toHaveLength(1);
+
+      const answers = await Promise.all(
+        Array.from({ length: PARALLEL }, (_, i) =>
+          i % 2 === 0
+            ? api('POST', `/v1/uploads/${uploadId}/complete`, { json: { part_ids: ids } })
+            : api('POST', `/v1/uploads/${uploadId}/cancel`),
+        ),
+      );
+      const completes = answers.filter((_, i) => i % 2 === 0);
+      const cancels = answers.filter((_, i) => i % 2 === 1);
+      const { rows } = await db.query('SELECT status, file_id FROM uploads WHERE id = $1', [uploadId]);
+      const final = rows[0];
+      expect(['completed', 'cancelled']).toContain(final.status);
+      outcomes[final.status as 'completed' | 'cancelled']++;
+      const everyAnswer = answers.map((answer) => answer.status);
+      expect(everyAnswer.every((status) => status === 200 || status === 409)).toBe(true);
+      if (final.status === 'completed') {
+        // Every complete that answered 200 gives the same file; no cancel succeeded.
+        const files = new Set(completes.filter((a) => a.status === 200).map((a) => a.json.file.id));
+        expect([...files]).toEqual([final.file_id]);
+        expect(cancels.every((a) => a.status === 409)).toBe(true);
+        const content = await api('GET', `/v1/files/${final.file_id}/content`);
+        expect(content.body.equals(data)).toBe(true);
+      } else {
+        expect(completes.every((a) => a.status === 409)).toBe(true);
+        expect(cancels.some((a) => a.status === 200)).toBe(true);
+        const { rows: kept } = await db.query(
+          'SELECT count(*) AS n FROM files f JOIN stored_objects o ON o.id = f.object_id WHERE o.storage_key = $1',
+          [uploadKey],
+        );
+        expect(Number(kept[0].n)).toBe(0);
+      }
+      // Nothing of the parts is left: no part rows, no part object, no unfinished multipart upload.
+      const { rows: left } = await db.query('SELECT count(*) AS n FROM upload_parts WHERE upload_id = $1', [uploadId]);
+      expect(Number(left[0].n)).toBe(0);
+      await pollUntil(async () => {
+        const unfinished = (await unfinishedUploads()).some((entry) => entry.startsWith(`${uploadKey}#`));
+        return !unfinished && !(await objectExists(partKeys[0]));
+      }, 'the parts leave the bucket');
+      if (final.status === 'completed') {
+        expect(await objectExists(uploadKey)).toBe(true);
+        await api('DELETE', `/v1/files/${final.file_id}`);
+      } else expect(await objectExists(uploadKey)).toBe(false);
+    }
+    console.log(`complete vs cancel, 10 rounds: ${outcomes.completed} completed, ${outcomes.cancelled} cancelled`);
   });
 });

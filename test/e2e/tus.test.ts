@@ -88,6 +88,17 @@ describe('tus 1.0 at /v1/tus with tus-js-client under Node', () => {
     expect(preflight.headers.get('tus-extension')).toContain('checksum');
     expect(preflight.headers.get('access-control-allow-origin')).toBe('*');
     expect(preflight.headers.get('access-control-allow-headers')).toContain('Upload-Offset');
+    // A browser can read why it was refused: the 401 of a missing or wrong key carries CORS too.
+    for (const authorization of [undefined, 'Bearer sk_wrong']) {
+      const refused = await fetch(`${E2E_BASE_URL}/v1/tus`, {
+        method: 'POST',
+        headers: { 'tus-resumable': '1.0.0', 'upload-length': '10', ...(authorization ? { authorization } : {}) },
+      });
+      expect(refused.status).toBe(401);
+      expect(refused.headers.get('access-control-allow-origin')).toBe('*');
+      expect(refused.headers.get('tus-resumable')).toBe('1.0.0');
+      expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('invalid_api_key');
+    }
 
     expect((await fetch(`${E2E_BASE_URL}/v1/tus`, { method: 'POST', headers: auth })).status).toBe(412);
 

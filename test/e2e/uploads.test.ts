@@ -276,6 +276,42 @@ describe('resumable uploads with the official openai SDK (uploads.*)', () => {
   });
 });
 
+describe('pending uploads per principal', () => {
+  it('80 creates at once with the limit at 64: exactly the room left is created, the rest are 429 with Retry-After', async () => {
+    const limits = (await api('GET', '/v1/limits', { who: 'bob' })).json;
+    const max: number = limits.per_principal.pending_uploads;
+    expect(max).toBe(64);
+    const { rows } = await db.query(
+      `SELECT count(*) AS n FROM uploads u JOIN principals p ON p.id = u.principal_id
+        WHERE p.name = 'bob' AND u.status IN ('pending', 'completing') AND u.expires_at > now()`,
+    );
+    const room = max - Number(rows[0].n);
+    const answers = await Promise.all(
+      Array.from({ length: 80 }, (_, i) =>
+        api('POST', '/v1/uploads', {
+          who: 'bob',
+          json: { filename: `p${i}.txt`, purpose: 'user_data', bytes: 10, mime_type: 'text/plain' },
+        }),
+      ),
+    );
+    const created = answers.filter((answer) => answer.status === 200);
+    const refused = answers.filter((answer) => answer.status === 429);
+    expect(created).toHaveLength(room);
+    expect(refused).toHaveLength(80 - room);
+    expect(refused[0].json.error.code).toBe('rate_limited');
+    expect(Number(refused[0].headers.get('retry-after'))).toBeGreaterThan(0);
+    // Cancelling one makes room for one.
+    await api('POST', `/v1/uploads/${created[0].json.id}/cancel`, { who: 'bob' });
+    const again = await api('POST', '/v1/uploads', {
+      who: 'bob',
+      json: { filename: 'again.txt', purpose: 'user_data', bytes: 10, mime_type: 'text/plain' },
+    });
+    expect(again.status).toBe(200);
+    for (const upload of [...created.slice(1), again])
+      expect((await api('POST', `/v1/uploads/${upload.json.id}/cancel`, { who: 'bob' })).status).toBe(200);
+  });
+});
+
 describe('two gateway processes taking turns on one upload', () => {
   // A second gateway on the same database and storage service: no sticky sessions, no shared memory.
   const second = new Stack(testPort(18280), { STORAGE_URL: `http://127.0.0.1:${E2E_PORT_BASE + 1}` });

@@ -124,6 +124,14 @@ describe('the consistency checker', () => {
     await s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: orphanKey, Body: 'nobody owns me' }));
     const purged = await object('PURGED', 0);
     const upload = await s3.send(new CreateMultipartUploadCommand({ Bucket: BUCKET, Key: `objects/${randomUUID()}` }));
+    // A resumable upload still pending holds its multipart upload open on purpose, however idle: not a finding.
+    const resumableKey = `uploads/${randomUUID()}`;
+    const resumable = await s3.send(new CreateMultipartUploadCommand({ Bucket: BUCKET, Key: resumableKey }));
+    await sql.query(
+      `INSERT INTO uploads (id, principal_id, filename, purpose, bytes, mime_type, expires_at, storage_key, s3_upload_id)
+       VALUES ($1, $2, 'big.bin', 'user_data', 10485760, 'application/octet-stream', now() + interval '1 hour', $3, $4)`,
+      [`upload_${base62()}`, principal, resumableKey, resumable.UploadId],
+    );
     const staleUpload = await object('UPLOADING', 0, { inBucket: false, age: '2 hours' });
     const lostPurge = await object('PURGING', 0, { age: '1 hour' });
     const overCounted = await object('READY', 3);
@@ -195,6 +203,10 @@ describe('the consistency checker', () => {
       ]),
     );
 
+    expect(found.findings.some((finding) => 'uploadId' in finding && finding.uploadId === resumable.UploadId)).toBe(
+      false,
+    );
+
     const repaired = await runDoctor(config, { repair: true, json: false });
     expect(repaired.repairs.every((repair) => repair.repaired)).toBe(true);
     expect(repaired.remaining).toBe(0);
@@ -206,7 +218,8 @@ describe('the consistency checker', () => {
     expect(await objectExists(lostPurge.key, BUCKET)).toBe(false);
     expect(await objectExists(leaked.key, BUCKET)).toBe(false);
     expect(await objectExists(artifact.key, BUCKET)).toBe(false);
-    expect(await unfinishedUploads(BUCKET)).toEqual([]);
+    // Only the pending resumable upload's multipart upload is left open, as it should be.
+    expect(await unfinishedUploads(BUCKET)).toEqual([`${resumableKey}#${resumable.UploadId}`]);
     const one = async (query: string, params: unknown[]) => (await sql.query(query, params)).rows[0];
     expect(await one('SELECT ref_count FROM stored_objects WHERE id = $1', [overCounted.id])).toEqual({ ref_count: 1 });
     expect(

@@ -13,8 +13,9 @@ import { OpenApiModule } from './openapi/openapi.module';
 import { PreviewsModule } from './previews/previews.module';
 import { ResponsesModule } from './responses/responses.module';
 import { SessionsModule } from './sessions/sessions.module';
-import { TusHeadersMiddleware } from './tus/tus.middleware';
+import { TusCorsMiddleware, TusHeadersMiddleware } from './tus/tus.middleware';
 import { TusModule } from './tus/tus.module';
+import { PartArrivalMiddleware } from './uploads/part-arrival';
 import { ResumableUploadsModule } from './uploads/resumable-uploads.module';
 
 /** The routes whose body is JSON. */
@@ -58,6 +59,9 @@ export class GatewayModule implements NestModule {
    * out is drained within the drain budget.
    */
   configure(consumer: MiddlewareConsumer): void {
+    // Before the key check: a part's place in line is its arrival, and a browser reads a tus 401 only with CORS.
+    consumer.apply(PartArrivalMiddleware).forRoutes('v1/uploads/*path');
+    consumer.apply(TusCorsMiddleware).forRoutes('v1/tus', 'v1/tus/*path');
     consumer.apply(ApiKeyMiddleware).forRoutes('*path');
     consumer.apply(TusHeadersMiddleware).forRoutes('v1/tus', 'v1/tus/*path');
     consumer.apply(JsonBodyMiddleware).forRoutes(...JSON_BODY_ROUTES);

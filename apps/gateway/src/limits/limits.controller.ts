@@ -19,6 +19,7 @@ export function limitsBody(config: GatewayConfig, previewFormats: string[]) {
       concurrent_downloads: config.UHP_MAX_CONCURRENT_DOWNLOADS,
       responses_in_flight: config.UHP_MAX_RESPONSES_IN_FLIGHT,
       pending_previews: config.UHP_MAX_PENDING_PREVIEWS,
+      pending_uploads: config.UHP_MAX_PENDING_UPLOADS,
       archive_builds: config.UHP_MAX_ARCHIVE_BUILDS,
     },
   };

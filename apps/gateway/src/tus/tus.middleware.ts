@@ -5,12 +5,11 @@ import { Inject } from '@nestjs/common';
 import { TUS_CHECKSUM_ALGORITHMS, TUS_CORS_HEADERS, TUS_EXTENSIONS, TUS_VERSION } from './tus-protocol';
 
 /**
- * Every answer under /v1/tus (errors included) carries Tus-Resumable and the CORS headers a browser
- * client needs; OPTIONS is answered here (no key needed: a CORS preflight carries none). Any other
- * request must say Tus-Resumable: 1.0.0, else 412.
+ * Runs before the key check: every answer under /v1/tus, a 401 included, carries Tus-Resumable and the
+ * CORS headers a browser client needs to read it; OPTIONS is answered here (a CORS preflight carries no key).
  */
 @Injectable()
-export class TusHeadersMiddleware implements NestMiddleware {
+export class TusCorsMiddleware implements NestMiddleware {
   constructor(@Inject(APP_CONFIG) private readonly config: GatewayConfig) {}
 
   use(req: IncomingMessage, res: ServerResponse, next: () => void): void {
@@ -26,6 +25,14 @@ export class TusHeadersMiddleware implements NestMiddleware {
       res.end();
       return;
     }
+    next();
+  }
+}
+
+/** After the key check: any tus request but OPTIONS must say Tus-Resumable: 1.0.0, else 412. */
+@Injectable()
+export class TusHeadersMiddleware implements NestMiddleware {
+  use(req: IncomingMessage, res: ServerResponse, next: () => void): void {
     if (req.headers['tus-resumable'] !== TUS_VERSION) {
       res.setHeader('tus-version', TUS_VERSION);
       throw new ApiError('tus_version_unsupported', `Send Tus-Resumable: ${TUS_VERSION}.`, 'Tus-Resumable');

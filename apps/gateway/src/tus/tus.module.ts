@@ -1,13 +1,13 @@
 import { Module } from '@nestjs/common';
 import { ResumableUploadsModule } from '../uploads/resumable-uploads.module';
 import { TusController } from './tus.controller';
-import { TusHeadersMiddleware } from './tus.middleware';
+import { TusCorsMiddleware, TusHeadersMiddleware } from './tus.middleware';
 import { TusService } from './tus.service';
 
 /** tus 1.0 at /v1/tus, on the machinery of /v1/uploads. */
 @Module({
   imports: [ResumableUploadsModule],
   controllers: [TusController],
-  providers: [TusService, TusHeadersMiddleware],
+  providers: [TusService, TusCorsMiddleware, TusHeadersMiddleware],
 })
 export class TusModule {}

@@ -47,7 +47,7 @@ export class TusService {
     if (length > this.maxSize)
       throw new ApiError('file_too_large', `Upload-Length is over ${this.maxSize} bytes.`, 'Upload-Length');
     const createdAt = new Date();
-    return this.uploads.create(principalId, {
+    return this.completions.createWithinLimit(principalId, {
       id: newId('upload'),
       filename: metadata.filename,
       purpose: metadata.purpose,

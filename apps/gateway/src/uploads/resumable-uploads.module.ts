@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { PartArrivalMiddleware, PartArrivalOrder } from './part-arrival';
 import { UploadsController } from './uploads.controller';
 import { UploadsModule } from './uploads.module';
 import { UploadsService } from './uploads.service';
@@ -7,7 +8,7 @@ import { UploadsService } from './uploads.service';
 @Module({
   imports: [UploadsModule],
   controllers: [UploadsController],
-  providers: [UploadsService],
-  exports: [UploadsService],
+  providers: [UploadsService, PartArrivalOrder, PartArrivalMiddleware],
+  exports: [UploadsService, PartArrivalOrder, PartArrivalMiddleware],
 })
 export class ResumableUploadsModule {}

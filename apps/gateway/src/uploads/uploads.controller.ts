@@ -5,6 +5,7 @@ import { PrincipalId } from '../auth/auth';
 import { presentUpload, presentUploadPart } from '../http/presenters';
 import { uploadBodyOf, UploadPartLengthGuard } from '../http/upload-body';
 import { Concurrency } from '../limits/concurrency-limits';
+import { arrivalOf } from './part-arrival';
 import { parseCompleteUpload, parseCreateUpload } from './upload-request';
 import { type UploadView, UploadsService, visibleStatus } from './uploads.service';
 
@@ -40,7 +41,7 @@ export class UploadsController {
   @UseGuards(UploadPartLengthGuard)
   @Concurrency('uploads')
   async addPart(@PrincipalId() principalId: string, @Param('id') id: string, @Req() req: Request) {
-    return presentUploadPart(await this.uploads.addPart(principalId, id, uploadBodyOf(req)));
+    return presentUploadPart(await this.uploads.addPart(principalId, id, uploadBodyOf(req), arrivalOf(req)));
   }
 
   @Post(':id/complete')

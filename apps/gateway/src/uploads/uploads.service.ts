@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { ApiError, JobBus, LOGGER, ObjectStore, type AppLogger } from '@app/common';
+import { ApiError, APP_CONFIG, JobBus, LOGGER, ObjectStore, type AppLogger, type GatewayConfig } from '@app/common';
 import { type ComposeSource, isId, MAX_UPLOAD_BLOCKS, MIN_BLOCK_BYTES, newId } from '@app/contracts';
 import {
   FileRepository,
@@ -9,11 +9,13 @@ import {
   UnitOfWork,
   UploadRepository,
   type FileRow,
+  type NewUpload,
   type StagedObject,
   type UploadPartRow,
   type UploadRow,
 } from '@app/db';
 import { MAX_UPLOAD_PART_BYTES, type UploadBody } from '../http/upload-body';
+import { type ArrivalTicket, PartArrivalOrder } from './part-arrival';
 import { STRICT_ENVELOPE_BYTES, UploadReceiver } from './upload-receiver';
 import type { CompleteUploadInput, CreateUploadInput } from './upload-request';
 
@@ -22,6 +24,9 @@ import type { CompleteUploadInput, CreateUploadInput } from './upload-request';
  * this a claim whose gateway died lapses, and another completion may take the upload.
  */
 const COMPLETION_CLAIM_MS = 15 * 60_000;
+
+/** What a client refused for too many pending uploads is told to wait: a part or a completion's time. */
+const PENDING_UPLOAD_RETRY_AFTER_SECONDS = 30;
 
 /** A part request at least this long carries at least MIN_BLOCK_BYTES of data (see strictEnvelope): it is a block. */
 const BLOCK_REQUEST_MIN_BYTES = MIN_BLOCK_BYTES + STRICT_ENVELOPE_BYTES;
@@ -94,6 +99,8 @@ export class UploadsService {
     @Inject(ObjectStager) private readonly stager: ObjectStager,
     @Inject(ObjectStore) private readonly store: ObjectStore,
     @Inject(JobBus) private readonly jobs: JobBus,
+    @Inject(PartArrivalOrder) private readonly arrivals: PartArrivalOrder,
+    @Inject(APP_CONFIG) private readonly config: GatewayConfig,
     @Inject(LOGGER) private readonly logger: AppLogger,
   ) {}
 
@@ -103,7 +110,7 @@ export class UploadsService {
     const storageKey = input.bytes >= MIN_BLOCK_BYTES ? `uploads/${randomUUID()}` : null;
     const s3UploadId = storageKey ? await this.store.openMultipart(storageKey, input.mimeType) : null;
     try {
-      const upload = await this.uploads.create(principalId, {
+      const upload = await this.createWithinLimit(principalId, {
         id: newId('upload'),
         filename: input.filename,
         purpose: input.purpose,
@@ -121,6 +128,20 @@ export class UploadsService {
     }
   }
 
+  /**
+   * Creates the upload row if the principal has fewer than UHP_MAX_PENDING_UPLOADS pending; else 429.
+   * Each pending upload holds parts (and an open multipart upload) until it completes or expires.
+   */
+  async createWithinLimit(principalId: string, upload: NewUpload): Promise<UploadRow> {
+    const max = this.config.UHP_MAX_PENDING_UPLOADS;
+    const created = await this.uow.run((work) => work.uploads.createWithin(principalId, upload, max));
+    if (!created)
+      throw new ApiError('rate_limited', `You have ${max} uploads pending; complete or cancel one first.`, null, {
+        'retry-after': String(PENDING_UPLOAD_RETRY_AFTER_SECONDS),
+      });
+    return created;
+  }
+
   async get(principalId: string, id: string): Promise<UploadView> {
     const upload = await this.find(principalId, id);
     return { upload, file: await this.fileOf(principalId, upload) };
@@ -135,14 +156,18 @@ export class UploadsService {
    * A part of 5 MiB or more streams into the next block of the upload's multipart upload; a smaller one
    * into an object of its own. Then, if the upload is still pending, the part is kept.
    */
-  async addPart(principalId: string, id: string, body: UploadBody): Promise<UploadPartRow> {
-    const upload = await this.find(principalId, id);
-    if (visibleStatus(upload) !== 'pending' || upload.status !== 'pending') throw conflict(upload);
-    const declared = Number(body.headers['content-length']);
-    const block =
-      upload.storageKey && upload.s3UploadId && declared >= BLOCK_REQUEST_MIN_BYTES
-        ? await this.uploads.takeBlock(principalId, upload.id, MAX_UPLOAD_BLOCKS)
-        : null;
+  async addPart(principalId: string, id: string, body: UploadBody, arrival?: ArrivalTicket): Promise<UploadPartRow> {
+    // Blocks are taken in the order the parts arrived here (see PartArrivalOrder).
+    const { upload, block } = await this.arrivals.inTurn(arrival, async () => {
+      const upload = await this.find(principalId, id);
+      if (visibleStatus(upload) !== 'pending' || upload.status !== 'pending') throw conflict(upload);
+      const declared = Number(body.headers['content-length']);
+      const block =
+        upload.storageKey && upload.s3UploadId && declared >= BLOCK_REQUEST_MIN_BYTES
+          ? await this.uploads.takeBlock(principalId, upload.id, MAX_UPLOAD_BLOCKS)
+          : null;
+      return { upload, block };
+    });
     const options = { fileField: 'data', maxBytes: MAX_UPLOAD_PART_BYTES, isNamed: false, strictEnvelope: true };
     if (block === null) {
       const received = await this.receiver.receive(body, principalId, () => undefined, options);

@@ -43,9 +43,10 @@ export class DoctorService {
     const bucketFindings = await this.confirmed(comparison.finish());
 
     const uploads: (UnfinishedUpload & { lastPartAt: Date | null })[] = [];
+    const live = await this.consistency.liveUploadKeys();
     for await (const page of this.bucket.unfinishedUploads())
       for (const upload of page)
-        if (upload.initiated < horizons.multipartBefore)
+        if (upload.initiated < horizons.multipartBefore && !live.has(upload.key))
           uploads.push({ ...upload, lastPartAt: await this.bucket.lastPartAt(upload.key, upload.uploadId) });
 
     return [

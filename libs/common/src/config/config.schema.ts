@@ -126,6 +126,8 @@ export const gatewayConfigSchema = z.object({
   UHP_MAX_RESPONSES_IN_FLIGHT: integer(8, 1, 10_000),
   /** Per principal, across the installation: previews queued or converting. */
   UHP_MAX_PENDING_PREVIEWS: integer(16, 1, 100_000),
+  /** Per principal, across the installation: resumable uploads (/v1/uploads, /v1/tus) not yet completed or ended. */
+  UHP_MAX_PENDING_UPLOADS: integer(64, 1, 100_000),
   /** Per principal, across the installation: archive builds queued or running. */
   UHP_MAX_ARCHIVE_BUILDS: integer(2, 1, 10_000),
   /**

@@ -192,7 +192,7 @@ export class StorageClient extends ObjectStore {
   completeBlocks(
     key: string,
     uploadId: string,
-    blocks: number[],
+    blocks: number[] | 'all',
     lastSource?: string,
   ): Promise<CompletedBlocksReceipt> {
     return this.post(multipartPath(key, uploadId, 'complete'), { blocks, lastSource });

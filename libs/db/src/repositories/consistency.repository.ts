@@ -66,6 +66,15 @@ export class ConsistencyRepository {
     });
   }
 
+  /** Keys whose multipart upload belongs to a resumable upload still pending: open on purpose, however idle. */
+  async liveUploadKeys(): Promise<Set<string>> {
+    const rows = await this.prisma.upload.findMany({
+      where: { status: { in: ['pending', 'completing'] }, expiresAt: { gt: new Date() }, storageKey: { not: null } },
+      select: { storageKey: true },
+    });
+    return new Set(rows.map((row) => row.storageKey!));
+  }
+
   async objectByKey(storageKey: string): Promise<ObjectRecord | null> {
     return this.prisma.storedObject.findUnique({
       where: { storageKey },

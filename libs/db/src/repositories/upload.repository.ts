@@ -103,6 +103,20 @@ const toPart = ({ object, ...part }: SelectedPart): UploadPartRow => ({
 export class UploadRepository {
   constructor(private readonly db: Db) {}
 
+  /**
+   * Creates the upload unless the principal already has `max` pending (unexpired) ones; null then. The
+   * count and the insert run under the principal's advisory lock until the transaction ends, so creates
+   * racing on any gateways cannot together pass the limit. Call it inside a unit of work.
+   */
+  async createWithin(principalId: string, upload: NewUpload, max: number): Promise<UploadRow | null> {
+    await this.db.$queryRaw(Prisma.sql`SELECT pg_advisory_xact_lock(hashtext(${`uploads:${principalId}`}))::text`);
+    const [{ pending }] = await this.db.$queryRaw<{ pending: bigint }[]>(Prisma.sql`
+      SELECT count(*) AS pending FROM uploads
+       WHERE principal_id = ${principalId}::uuid AND status IN ('pending', 'completing') AND expires_at > now()`);
+    if (Number(pending) >= max) return null;
+    return this.create(principalId, upload);
+  }
+
   async create(principalId: string, upload: NewUpload): Promise<UploadRow> {
     return this.db.upload.create({
       data: { ...upload, bytes: BigInt(upload.bytes), principalId },
