@@ -167,7 +167,7 @@ export const OPENAPI_DOCUMENT = {
             },
           },
         },
-        responses: { '200': json(ref('Upload')), ...errors(400, 401, 413, 415) },
+        responses: { '200': json(ref('Upload')), ...errors(400, 401, 413, 415, 429) },
       },
     },
     '/v1/uploads/{upload_id}': {
@@ -255,7 +255,10 @@ export const OPENAPI_DOCUMENT = {
             description: 'base64 values of filename, purpose (default user_data), content_type.',
           },
         ],
-        responses: { '201': { description: 'Created; Location and Upload-Offset.' }, ...errors(400, 401, 412, 413) },
+        responses: {
+          '201': { description: 'Created; Location and Upload-Offset.' },
+          ...errors(400, 401, 412, 413, 429),
+        },
       },
     },
     '/v1/tus/{upload_id}': {
@@ -558,6 +561,18 @@ export const OPENAPI_DOCUMENT = {
             },
           },
           archive: { type: 'object', properties: { formats: { type: 'array', items: { type: 'string' } } } },
+          per_principal: {
+            type: 'object',
+            description: 'What one principal may have at once (429 rate_limited with Retry-After beyond).',
+            properties: {
+              concurrent_uploads: { type: 'integer' },
+              concurrent_downloads: { type: 'integer' },
+              responses_in_flight: { type: 'integer' },
+              pending_previews: { type: 'integer' },
+              pending_uploads: { type: 'integer' },
+              archive_builds: { type: 'integer' },
+            },
+          },
         },
       },
       File: {
