@@ -172,6 +172,31 @@ describe('resumable uploads with the official openai SDK (uploads.*)', () => {
     await client.files.delete(file.id);
   });
 
+  it('a part request padded past 6 MiB around a small data part is 400 invalid_multipart, and keeps nothing', async () => {
+    const upload = await client.uploads.create({
+      bytes: 20 * MiB,
+      filename: 'padded.bin',
+      mime_type: 'application/octet-stream',
+      purpose: 'user_data',
+    });
+    const boundary = 'paddedBoundary0123456789';
+    // A preamble before the first boundary is allowed by multipart and ignored: here 6 MiB of it.
+    const body = Buffer.concat([
+      Buffer.alloc(6 * MiB, 'x'),
+      Buffer.from(`\r\n--${boundary}\r\nContent-Disposition: form-data; name="data"; filename="p"\r\n\r\n`),
+      randomBytes(MiB),
+      Buffer.from(`\r\n--${boundary}--\r\n`),
+    ]);
+    const res = await api('POST', `/v1/uploads/${upload.id}/parts`, {
+      headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+      raw: body,
+    });
+    expect(res.status).toBe(400);
+    expect(res.json.error).toMatchObject({ code: 'invalid_multipart', param: 'data' });
+    expect((await api('GET', `/v1/uploads/${upload.id}/parts`)).json.data).toEqual([]);
+    await client.uploads.cancel(upload.id);
+  });
+
   it('small parts (below S3’s 5 MiB) in any order are concatenated in the order of part_ids', async () => {
     const a = randomBytes(1000);
     const b = randomBytes(3 * MiB);

@@ -80,7 +80,7 @@ export class InMemoryObjectStore extends ObjectStore {
     const receipt = await this.put(`${key}#block`, body, options);
     const bytes = this.objects.get(`${key}#block`)!;
     this.objects.delete(`${key}#block`);
-    if (bytes.length < MIN_BLOCK_BYTES) throw ApiError.invalid('A block is at least 5 MiB.');
+    if (bytes.length < MIN_BLOCK_BYTES) throw new ApiError('invalid_multipart', 'A block is at least 5 MiB.', 'data');
     upload.blocks.set(block, bytes);
     return { ...receipt, key };
   }

@@ -135,7 +135,7 @@ describe('resumable uploads: blocks of a multipart upload kept open across reque
     await expect(
       client.putBlock(k, uploadId, 7, Readable.from([randomBytes(MiB)]), { maxBytes: 64 * MiB }),
     ).rejects.toMatchObject({
-      code: 'invalid_request',
+      code: 'invalid_multipart',
     });
     await expect(
       client.putBlock(k, uploadId, 8, Readable.from([randomBytes(64 * MiB + 1)]), { maxBytes: 64 * MiB }),

@@ -14,17 +14,26 @@ export interface ApiResponse {
 export async function api(
   method: string,
   path: string,
-  opts: { who?: Who; json?: unknown; form?: FormData; headers?: Record<string, string>; base?: string } = {},
+  opts: {
+    who?: Who;
+    json?: unknown;
+    form?: FormData;
+    raw?: Buffer;
+    headers?: Record<string, string>;
+    base?: string;
+  } = {},
 ): Promise<ApiResponse> {
   const headers: Record<string, string> = { ...(opts.headers ?? {}) };
   const who = opts.who ?? 'alice';
   if (who !== 'anon') headers.authorization = `Bearer ${KEYS[who]}`;
-  let body: string | FormData | undefined;
+  let body: string | FormData | Buffer | undefined;
   if (opts.json !== undefined) {
     headers['content-type'] = 'application/json';
     body = JSON.stringify(opts.json);
   } else if (opts.form) {
     body = opts.form;
+  } else if (opts.raw) {
+    body = opts.raw;
   }
   const res = await fetch(`${opts.base ?? E2E_BASE_URL}${path}`, { method, headers, body });
   const buffer = Buffer.from(await res.arrayBuffer());

@@ -183,8 +183,6 @@ export class UploadsService {
     } catch (error) {
       const now = await this.uploads.findForOwner(principalId, upload.id);
       if (now && (now.status !== 'pending' || !now.s3UploadId)) throw conflict(now);
-      if (error instanceof ApiError && error.code === 'invalid_request' && error.param === null)
-        throw ApiError.invalid('A part sent in a request this long must carry at least 5 MiB of data.', 'data');
       throw error;
     }
     return this.keepPart(principalId, upload.id, null, { block, ...receipt });

@@ -202,7 +202,7 @@ export class ObjectsService implements OnModuleInit, OnModuleDestroy {
       meter.destroy();
       if (error instanceof ObjectTooLargeError)
         throw new ApiError('file_too_large', `A block is at most ${MAX_BLOCK_BYTES} bytes.`);
-      if (error instanceof BlockTooSmallError) throw ApiError.invalid('A block is at least 5 MiB.');
+      if (error instanceof BlockTooSmallError) throw new ApiError('invalid_multipart', 'A block is at least 5 MiB.');
       if (callerGone) {
         this.logger.info({ key, block, bytes: meter.bytes }, 'block cancelled by the caller');
         throw new ApiError('invalid_request', 'The upload was cancelled.');

@@ -40,7 +40,13 @@ function storageError(status: number, text: string): ApiError {
     return new ApiError('file_too_large', 'The file is larger than max_file_bytes (see GET /v1/limits).', 'file');
   if (status === 404) return ApiError.notFound('object');
   if (status === 409) return new ApiError('upload_conflict', 'The blocks named cannot be joined as they are.');
-  if (status === 400) return ApiError.invalid('Object storage refused the request as malformed.');
+  // The one refusal a client causes on the block path: a part request whose envelope held most of its length.
+  if (status === 400 && code === 'invalid_multipart')
+    return new ApiError(
+      'invalid_multipart',
+      'A part request this long must carry at least 5 MiB in `data`; it held too much besides.',
+      'data',
+    );
   return new ApiError('service_unavailable', 'Object storage is unavailable; try again.');
 }
 
