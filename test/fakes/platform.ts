@@ -52,14 +52,15 @@ export class InMemoryObjectStore extends ObjectStore {
     if (parts.some((part) => !part)) throw new ApiError('not_found', 'No such object.');
     const joined = Buffer.concat(parts as Buffer[]);
     this.objects.set(key, joined);
-    return this.hash(key);
+    const { md5, ...rest } = await this.hash(key);
+    return { ...rest, md5: md5! };
   }
 
-  async hash(key: string): Promise<HashedObjectReceipt> {
+  async hash(key: string, options: { md5?: boolean } = {}): Promise<HashedObjectReceipt> {
     const bytes = this.objects.get(key);
     if (!bytes) throw ApiError.notFound('object');
     const hash = (name: string) => createHash(name).update(bytes).digest('hex');
-    return { key, bytes: bytes.length, sha256: hash('sha256'), md5: hash('md5') };
+    return { key, bytes: bytes.length, sha256: hash('sha256'), md5: options.md5 === false ? null : hash('md5') };
   }
 
   async openMultipart(key: string): Promise<string> {

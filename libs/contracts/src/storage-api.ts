@@ -37,8 +37,13 @@ export function composePath(key: string): string {
   return `/internal/compose/${encodeURIComponent(key)}`;
 }
 
-/** Answer of POST /internal/hash/{key}: the object's size and hashes, read from the bucket. */
-export type HashedObjectReceipt = ComposedObjectReceipt;
+/**
+ * Answer of POST /internal/hash/{key} (body `{"md5": false}` skips the MD5, a second pass the caller may
+ * not need): the object's size and hashes, read from the bucket.
+ */
+export interface HashedObjectReceipt extends StoredObjectReceipt {
+  md5: string | null;
+}
 
 export function hashPath(key: string): string {
   return `/internal/hash/${encodeURIComponent(key)}`;

@@ -260,8 +260,8 @@ export class UploadsService {
           const hashed =
             whole.sha256 && input.md5 === null
               ? { sha256: whole.sha256, md5: undefined }
-              : await this.store.hash(whole.storageKey);
-          object = { ...whole, bytes: Number(upload.bytes), sha256: hashed.sha256, md5: hashed.md5 };
+              : await this.store.hash(whole.storageKey, { md5: input.md5 !== null });
+          object = { ...whole, bytes: Number(upload.bytes), sha256: hashed.sha256, md5: hashed.md5 ?? undefined };
           how = 'whole';
           kept = 'retained';
         } else {

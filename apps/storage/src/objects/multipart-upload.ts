@@ -266,7 +266,7 @@ export class BlockTooSmallError extends Error {}
  * sent together with the buffer before it. The writer borrows exactly two buffers from the pool, both
  * at once, and alternates them (one fills while the other is sent). Resolves with the bytes written;
  * rejects with BlockTooSmallError (nothing sent) when the body is under 5 MiB. Parts sent by a failed
- * block stay in the upload, unnamed: completion never lists them and S3 drops them.
+ * block stay in the upload, unnamed; completion then takes every part (see completeBlocks).
  */
 export async function uploadBlock(
   target: Omit<MultipartTarget, 'contentType'> & { uploadId: string; journalId: string },
@@ -375,8 +375,8 @@ export async function completeBlocks(
   const { client, bucket, key, uploadId, journalId } = target;
   const lastNumber = firstPartNumberOf(MAX_BLOCKS);
   const listed = (await partsOf(client, bucket, key, uploadId)).filter(
-    // A last part copied by an earlier attempt is copied again (or, with 'all', kept).
-    (part) => blocks === 'all' || part.PartNumber !== lastNumber,
+    // A last part copied by an earlier attempt is copied again now; without one now, it is a part not named.
+    (part) => blocks === 'all' || !lastSource || part.PartNumber !== lastNumber,
   );
   if (blocks !== 'all') {
     if (blocks.some((block, index) => index > 0 && block <= blocks[index - 1]))

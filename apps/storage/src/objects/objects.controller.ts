@@ -80,8 +80,9 @@ export class HashController {
 
   @Post(':key')
   @HttpCode(200)
-  hash(@Param('key') key: string): Promise<HashedObjectReceipt> {
-    return this.objects.hash(checkedKey(key));
+  async hash(@Param('key') key: string, @Req() req: Request): Promise<HashedObjectReceipt> {
+    const body = await readJson<{ md5?: unknown }>(req);
+    return this.objects.hash(checkedKey(key), body?.md5 !== false);
   }
 }
 

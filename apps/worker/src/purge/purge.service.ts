@@ -37,7 +37,7 @@ export class PurgeService {
     const started = Date.now();
     let sha256: string;
     try {
-      ({ sha256 } = await this.store.hash(object.storageKey));
+      ({ sha256 } = await this.store.hash(object.storageKey, { md5: false }));
     } catch (error) {
       if ((error as { code?: string }).code === 'not_found') return 'gone';
       throw error;

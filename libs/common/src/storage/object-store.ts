@@ -45,8 +45,8 @@ export abstract class ObjectStore {
    * passes through the caller); resolves with its size, SHA-256 and MD5. On failure nothing is at `key`.
    */
   abstract compose(key: string, sources: ComposeSource[], contentType?: string): Promise<ComposedObjectReceipt>;
-  /** Reads the object once on the storage side: its size, SHA-256 and MD5. */
-  abstract hash(key: string): Promise<HashedObjectReceipt>;
+  /** Reads the object once on the storage side: its size, SHA-256 and (unless `md5: false`) MD5. */
+  abstract hash(key: string, options?: { md5?: boolean }): Promise<HashedObjectReceipt>;
   /** Opens a multipart upload at `key` that stays open across requests; resolves with its upload id. */
   abstract openMultipart(key: string, contentType: string): Promise<string>;
   /**

@@ -180,8 +180,8 @@ export class StorageClient extends ObjectStore {
   }
 
   /** Asks the storage service to read the object once and measure it. */
-  hash(key: string): Promise<HashedObjectReceipt> {
-    return this.post(hashPath(key), {});
+  hash(key: string, options: { md5?: boolean } = {}): Promise<HashedObjectReceipt> {
+    return this.post(hashPath(key), { md5: options.md5 ?? true });
   }
 
   async openMultipart(key: string, contentType: string): Promise<string> {
