@@ -56,6 +56,11 @@ async function sendParts(uploadId: string, chunks: Buffer[], inFlight: number): 
   return ids;
 }
 
+/** A pending upload of `bytes` bytes of application/octet-stream, for purpose user_data. */
+function newUpload(filename: string, bytes: number) {
+  return client.uploads.create({ bytes, filename, mime_type: 'application/octet-stream', purpose: 'user_data' });
+}
+
 async function downloadSha256(fileId: string): Promise<string> {
   const res = await client.files.content(fileId);
   const hash = createHash('sha256');
@@ -112,12 +117,7 @@ describe('resumable uploads with the official openai SDK (uploads.*)', () => {
   it('parts sent front to back join without a copy: "uploaded" at once, downloadable, then "processed"', async () => {
     const data = randomBytes(4 * 8 * MiB + 3 * MiB);
     const chunks = [0, 1, 2, 3, 4].map((i) => data.subarray(i * 8 * MiB, Math.min(data.length, (i + 1) * 8 * MiB)));
-    const upload = await client.uploads.create({
-      bytes: data.length,
-      filename: 'ordered.bin',
-      mime_type: 'application/octet-stream',
-      purpose: 'user_data',
-    });
+    const upload = await newUpload('ordered.bin', data.length);
     const key = await uploadKey(upload.id);
     const ids: string[] = [];
     for (const chunk of chunks)
@@ -154,12 +154,7 @@ describe('resumable uploads with the official openai SDK (uploads.*)', () => {
 
   it('an unused part in the multipart upload: named parts in order still make the file, by the staged path', async () => {
     const data = randomBytes(12 * MiB);
-    const upload = await client.uploads.create({
-      bytes: data.length,
-      filename: 'unused.bin',
-      mime_type: 'application/octet-stream',
-      purpose: 'user_data',
-    });
+    const upload = await newUpload('unused.bin', data.length);
     const first = await client.uploads.parts.create(upload.id, { data: await toFile(data.subarray(0, 6 * MiB), 'a') });
     await client.uploads.parts.create(upload.id, { data: await toFile(randomBytes(6 * MiB), 'unused') });
     const second = await client.uploads.parts.create(upload.id, { data: await toFile(data.subarray(6 * MiB), 'b') });
@@ -173,12 +168,7 @@ describe('resumable uploads with the official openai SDK (uploads.*)', () => {
   });
 
   it('a part request padded past 6 MiB around a small data part is 400 invalid_multipart, and keeps nothing', async () => {
-    const upload = await client.uploads.create({
-      bytes: 20 * MiB,
-      filename: 'padded.bin',
-      mime_type: 'application/octet-stream',
-      purpose: 'user_data',
-    });
+    const upload = await newUpload('padded.bin', 20 * MiB);
     const boundary = 'paddedBoundary0123456789';
     // A preamble before the first boundary is allowed by multipart and ignored: here 6 MiB of it.
     const body = Buffer.concat([
@@ -220,12 +210,7 @@ describe('resumable uploads with the official openai SDK (uploads.*)', () => {
 
   it('wrong bytes and wrong md5 are 400 with their param, and the upload stays pending for a corrected retry', async () => {
     const data = randomBytes(6 * MiB);
-    const upload = await client.uploads.create({
-      bytes: data.length + 1,
-      filename: 'retry.bin',
-      mime_type: 'application/octet-stream',
-      purpose: 'user_data',
-    });
+    const upload = await newUpload('retry.bin', data.length + 1);
     const part = await client.uploads.parts.create(upload.id, { data: await toFile(data, 'p') });
     const wrongBytes = await client.uploads.complete(upload.id, { part_ids: [part.id] }).catch((error) => error);
     expect(wrongBytes).toBeInstanceOf(OpenAI.BadRequestError);
@@ -250,12 +235,7 @@ describe('resumable uploads with the official openai SDK (uploads.*)', () => {
   });
 
   it('cancel: cancelled, its parts purged from the bucket, and no more parts taken', async () => {
-    const upload = await client.uploads.create({
-      bytes: 12 * MiB,
-      filename: 'cancel.bin',
-      mime_type: 'application/octet-stream',
-      purpose: 'user_data',
-    });
+    const upload = await newUpload('cancel.bin', 12 * MiB);
     await client.uploads.parts.create(upload.id, { data: await toFile(randomBytes(6 * MiB), 'p') });
     await client.uploads.parts.create(upload.id, { data: await toFile(randomBytes(1 * MiB), 'p') });
     // One block (in the multipart upload) and one small part (an object).
@@ -346,12 +326,7 @@ describe('two gateway processes taking turns on one upload', () => {
   it('while one completes, the other answers 409 to a completion and to a part; then both give the same file', async () => {
     const other = new OpenAI({ apiKey: KEYS.alice, baseURL: `${second.baseUrl}/v1`, maxRetries: 0 });
     const data = randomBytes(48 * MiB);
-    const upload = await client.uploads.create({
-      bytes: data.length,
-      filename: 'turns.bin',
-      mime_type: 'application/octet-stream',
-      purpose: 'user_data',
-    });
+    const upload = await newUpload('turns.bin', data.length);
     // Parts through both gateways, in parallel.
     const [p1, p2] = await Promise.all([
       client.uploads.parts.create(upload.id, { data: await toFile(data.subarray(0, 24 * MiB), 'a') }),

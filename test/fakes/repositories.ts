@@ -70,7 +70,7 @@ export class MemoryStoredObjects extends StoredObjectRepository {
       refCount: 0,
     };
     this.rows.set(id, row);
-    return { id, principalId, storageKey: row.storageKey, status: row.status, refCount: 0, sha256: null };
+    return { id, principalId, storageKey: row.storageKey, status: row.status, refCount: 0, bytes: 0n, sha256: null };
   }
 
   override async find(id: string): Promise<StoredObjectRow | null> {
@@ -82,6 +82,7 @@ export class MemoryStoredObjects extends StoredObjectRepository {
           storageKey: row.storageKey,
           status: row.status,
           refCount: row.refCount,
+          bytes: row.bytes,
           sha256: row.sha256,
         }
       : null;

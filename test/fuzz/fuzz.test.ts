@@ -12,12 +12,13 @@
 import fc from 'fast-check';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { doctorConfigSchema, loadConfig } from '@app/common';
+
 import { runDoctor } from '../../apps/storage/src/cli/doctor';
 import { describeFinding } from '../../apps/storage/src/doctor/consistency-checks';
 import { api, fileForm } from '../support/api';
 import { scratchDatabase } from '../support/db';
-import { KEYS, ownQueues, S3, TEST_BUCKET, testPort } from '../support/env';
+import { KEYS, ownQueues, TEST_BUCKET, testPort } from '../support/env';
+import { doctorConfigFor } from '../support/doctor';
 import { rssOf } from '../support/raw-http';
 import { emptyBucket, ensureBucket } from '../support/s3';
 import { Stack } from '../support/stack';
@@ -254,15 +255,7 @@ describe('the fuzzer', () => {
       const ready = await fetch(`http://127.0.0.1:${stack.port(name as 'gateway')}/readyz`);
       expect(ready.status, `${name} /readyz`).toBe(200);
     }
-    const config = loadConfig(doctorConfigSchema, {
-      DATABASE_URL: database.url,
-      S3_ENDPOINT: S3.endpoint,
-      S3_REGION: S3.region,
-      S3_BUCKET: BUCKET,
-      S3_ACCESS_KEY_ID: S3.accessKeyId,
-      S3_SECRET_ACCESS_KEY: S3.secretAccessKey,
-      DOCTOR_GRACE_SECONDS: '0',
-    });
+    const config = doctorConfigFor(database.url, BUCKET);
     let findings: string[];
     const deadline = Date.now() + 60_000;
     do {

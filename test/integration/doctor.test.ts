@@ -4,10 +4,11 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { doctorConfigSchema, loadConfig, type DoctorConfig } from '@app/common';
+import type { DoctorConfig } from '@app/common';
 import { runDoctor } from '../../apps/storage/src/cli/doctor';
 import { scratchDatabase } from '../support/db';
-import { S3, TEST_BUCKET } from '../support/env';
+import { TEST_BUCKET } from '../support/env';
+import { doctorConfigFor } from '../support/doctor';
 import { emptyBucket, ensureBucket, objectExists, s3, unfinishedUploads } from '../support/s3';
 
 // The consistency checker against a real Postgres and S3: a database and a bucket of its own (so other
@@ -85,16 +86,9 @@ beforeAll(async () => {
   sql = new pg.Pool({ connectionString: database.url, max: 2 });
   await ensureBucket(BUCKET);
   await emptyBucket(BUCKET); // a previous run's leftovers
-  config = loadConfig(doctorConfigSchema, {
-    DATABASE_URL: database.url,
-    S3_ENDPOINT: S3.endpoint,
-    S3_REGION: S3.region,
-    S3_BUCKET: BUCKET,
-    S3_ACCESS_KEY_ID: S3.accessKeyId,
-    S3_SECRET_ACCESS_KEY: S3.secretAccessKey,
+  config = doctorConfigFor(database.url, BUCKET, {
     STORAGE_ABANDONED_UPLOAD_SECONDS: '1',
     STALE_UPLOAD_SECONDS: '3600',
-    DOCTOR_GRACE_SECONDS: '0',
   });
   const { rows } = await sql.query(`INSERT INTO principals (id, name) VALUES (gen_random_uuid(), $1) RETURNING id`, [
     `doctor-${randomUUID()}`,

@@ -380,10 +380,8 @@ export class UploadsService {
     source: { key: string; start: number; end: number },
   ): Promise<{ id: string; principalId: string; storageKey: string; sha256: string | null } | null> {
     if (!part.objectId || source.start !== 0) return null;
-    const size = await this.objects.sizeOf(part.objectId);
-    if (size === null || Number(size) !== source.end + 1) return null;
     const object = await this.objects.find(part.objectId);
-    return object
+    return object && Number(object.bytes) === source.end + 1
       ? { id: object.id, principalId: object.principalId, storageKey: object.storageKey, sha256: object.sha256 }
       : null;
   }

@@ -364,14 +364,15 @@ export interface BlockPlacement {
  * the final part: a small last part of a resumable upload); BlocksNotJoinableError, with nothing
  * changed, when the upload holds any other part (some S3 servers refuse to complete with a subset of
  * the parts). `blocks` 'all': every part, in part-number order, whatever block it belongs to. Returns
- * where each block landed. On failure the multipart upload is left as it was for a retry or an abort.
+ * where each block landed and the object's size. On failure the multipart upload is left as it was for
+ * a retry or an abort.
  */
 export async function completeBlocks(
   target: Omit<MultipartTarget, 'contentType'> & { uploadId: string; journalId: string },
   blocks: number[] | 'all',
   lastSource: { key: string; bytes: number } | null,
   journal: MultipartJournal,
-): Promise<BlockPlacement[]> {
+): Promise<{ placements: BlockPlacement[]; bytes: number }> {
   const { client, bucket, key, uploadId, journalId } = target;
   const lastNumber = firstPartNumberOf(MAX_BLOCKS);
   const listed = (await partsOf(client, bucket, key, uploadId)).filter(
@@ -414,7 +415,8 @@ export async function completeBlocks(
     if (!etag) throw new Error('the last part copy came back without an ETag');
     await journal.partStored(journalId, lastNumber, lastSource.bytes, etag);
     parts.push({ PartNumber: lastNumber, ETag: etag });
+    offset += lastSource.bytes;
   }
   await completeRecorded({ client, bucket, key }, uploadId, parts, journal);
-  return placements;
+  return { placements, bytes: offset };
 }

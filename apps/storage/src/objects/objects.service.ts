@@ -228,13 +228,12 @@ export class ObjectsService implements OnModuleInit, OnModuleDestroy {
     if (!journalId) throw ApiError.notFound('multipart upload');
     try {
       const started = Date.now();
-      const placed = await this.s3.completeBlocks(key, uploadId, journalId, blocks, lastSource);
-      const bytes = await this.s3.size(key);
+      const { placements, bytes } = await this.s3.completeBlocks(key, uploadId, journalId, blocks, lastSource);
       this.logger.info(
-        { key, blocks: placed.length, exact: blocks !== 'all', bytes, completedMs: Date.now() - started },
+        { key, blocks: placements.length, exact: blocks !== 'all', bytes, completedMs: Date.now() - started },
         'blocks completed',
       );
-      return { key, bytes, blocks: placed };
+      return { key, bytes, blocks: placements };
     } catch (error) {
       if (error instanceof BlocksNotJoinableError)
         throw new ApiError('upload_conflict', 'The upload holds parts besides the blocks named.');

@@ -186,14 +186,14 @@ export class S3ObjectClient {
     });
   }
 
-  /** Completes an open multipart upload from its blocks (see completeBlocks); returns where each block landed. */
+  /** Completes an open multipart upload from its blocks (see completeBlocks): where each block landed, and the size. */
   async completeBlocks(
     key: string,
     uploadId: string,
     journalId: string,
     blocks: number[] | 'all',
     lastSource: string | null,
-  ): Promise<BlockPlacement[]> {
+  ): Promise<{ placements: BlockPlacement[]; bytes: number }> {
     const last = lastSource ? { key: lastSource, bytes: await this.size(lastSource) } : null;
     return completeBlocks(
       { client: this.s3, bucket: this.bucket, key, uploadId, journalId },

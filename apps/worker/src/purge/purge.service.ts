@@ -33,7 +33,6 @@ export class PurgeService {
     const object = await this.objects.find(objectId);
     if (!object || object.status !== 'READY') return 'gone';
     if (object.sha256) return 'already-hashed';
-    const bytes = await this.objects.sizeOf(objectId);
     const started = Date.now();
     let sha256: string;
     try {
@@ -44,7 +43,7 @@ export class PurgeService {
     }
     const files = await this.objects.recordHash(objectId, sha256);
     this.logger.info(
-      { objectId, bytes: Number(bytes), files, hashedMs: Date.now() - started },
+      { objectId, bytes: Number(object.bytes), files, hashedMs: Date.now() - started },
       'object hashed; its files are processed',
     );
     return 'hashed';

@@ -8,11 +8,20 @@ export interface StoredObjectRow {
   storageKey: string;
   status: 'UPLOADING' | 'READY' | 'PURGING' | 'PURGED';
   refCount: number;
+  bytes: bigint;
   /** Null until measured: an object completed from an upload's blocks is hashed later by the worker. */
   sha256: string | null;
 }
 
-const SELECT = { id: true, principalId: true, storageKey: true, status: true, refCount: true, sha256: true } as const;
+const SELECT = {
+  id: true,
+  principalId: true,
+  storageKey: true,
+  status: true,
+  refCount: true,
+  bytes: true,
+  sha256: true,
+} as const;
 
 export class ReferenceCountError extends Error {
   override readonly name = 'ReferenceCountError';
