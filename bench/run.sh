@@ -43,6 +43,12 @@ until pg_up && redis_up && s3_up; do
   sleep 1
 done
 
+# The bench's own bucket (BENCH_BUCKET, uhp-bench): a fresh machine has only the dev bucket.
+if [[ -f infra/local/s3.sh ]]; then
+  S3_BUCKET="${BENCH_BUCKET:-uhp-bench}" bash infra/local/s3.sh start >/dev/null 2>&1 ||
+    die "could not make sure the bucket ${BENCH_BUCKET:-uhp-bench} exists (infra/local/s3.sh start)"
+fi
+
 psql_admin() { psql -h 127.0.0.1 -p 5432 -U postgres -d postgres -v ON_ERROR_STOP=1 -qtAX "$@"; }
 if [[ "$(psql_admin -c "select 1 from pg_database where datname = '$DB'")" != 1 ]]; then
   psql_admin -c "create database \"$DB\"" >/dev/null 2>&1 || [[ "$(psql_admin -c "select 1 from pg_database where datname = '$DB'")" == 1 ]] ||

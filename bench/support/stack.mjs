@@ -98,15 +98,11 @@ export class ServiceStack {
     for (const name of SERVICES) {
       const logFile = join(LOG_DIR, `${this.logPrefix}${name}.log`);
       const log = createWriteStream(logFile, { flags: 'w' });
-      const child = spawn(
-        process.execPath,
-        ['--enable-source-maps', ...nodeArgs, join(ROOT, 'dist/apps', name, 'src/main.js')],
-        {
-          cwd: ROOT,
-          env: { ...process.env, ...this.env },
-          stdio: ['ignore', 'pipe', 'pipe'],
-        },
-      );
+      const child = spawn(process.execPath, [...nodeArgs, join(ROOT, 'dist/apps', name, 'src/main.js')], {
+        cwd: ROOT,
+        env: { ...process.env, ...this.env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       child.stdout.pipe(log);
       child.stderr.pipe(log);
       this.#children.set(name, child);

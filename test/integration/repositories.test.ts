@@ -169,6 +169,35 @@ describe('repositories against the real Postgres', () => {
     expect((await containerFiles.listSessionArtifacts(alice, ids.sessionId, undefined, 10)).items).toEqual([]);
   });
 
+  it('a session listing read on the pg pool has the same rows and types as the Prisma read, page by page', async () => {
+    const ids = await newSession(alice);
+    const object = await readyObject(alice);
+    for (const [i, source] of (['user', 'assistant', 'user'] as const).entries())
+      await inTx((tx) =>
+        new ContainerFileRepository(tx).create(alice, {
+          id: newId('file'),
+          sessionId: ids.sessionId,
+          containerId: ids.containerId,
+          objectId: object.id,
+          filename: `ré "${i}".txt`,
+          bytes: 2 ** 40 + i,
+          contentType: 'text/plain',
+          sha256: i === 1 ? null : 'ab'.repeat(32),
+          source,
+          responseId: null,
+          createdAt: new Date(Date.UTC(2026, 0, 2, 3, 4, 5, 678)),
+        }),
+      );
+    const viaPrisma = (await containerFiles.listSessionArtifactObjects(alice, ids.sessionId, undefined, 10)).items;
+    const first = await containerFiles.listSessionArtifacts(alice, ids.sessionId, undefined, 2);
+    const rest = await containerFiles.listSessionArtifacts(alice, ids.sessionId, first.items.at(-1)!.seq, 2);
+    expect(first.hasMore).toBe(true);
+    expect(rest.hasMore).toBe(false);
+    expect([...first.items, ...rest.items]).toEqual(viaPrisma.map(({ storageKey: _key, ...listing }) => listing));
+    expect(first.items[0]).toMatchObject({ bytes: 2n ** 40n, createdAt: new Date(Date.UTC(2026, 0, 2, 3, 4, 5, 678)) });
+    expect((await containerFiles.listSessionArtifacts(bob, ids.sessionId, undefined, 10)).items).toEqual([]);
+  });
+
   it('another principal cannot take a reference on an object', async () => {
     const object = await readyObject(alice);
     expect(await objects.retain(bob, object.id)).toBe(false);

@@ -32,14 +32,22 @@ function drainedOrClosed(res: Response): Promise<void> {
   });
 }
 
-/** The parts of a JSON document streamed item by item: `head`, the items joined by commas, `tail`. */
+/** The parts of a JSON document streamed batch by batch: `head`, the presented items joined by commas, `tail`. */
 export interface JsonStream<T> {
   head: string;
-  items: AsyncIterable<T>;
+  /** Pulled one batch at a time (null at the end), so the writer holds at most one batch of items. */
+  batches: { next(): Promise<readonly T[] | null> };
+  present: (item: T) => unknown;
   tail: string;
 }
 
-const JSON_CHUNK_CHARS = 64 * 1024;
+/** A batch as the middle of a JSON array (led by a comma unless it is the first); null at the end. */
+function joinPresented<T>(batch: readonly T[] | null, present: (item: T) => unknown, first: boolean): string | null {
+  if (!batch) return null;
+  let text = '';
+  for (let i = 0; i < batch.length; i++) text += (first && i === 0 ? '' : ',') + JSON.stringify(present(batch[i]));
+  return text;
+}
 
 /** Writes what services return onto the response: downloads with every header of the contract, and streamed JSON. */
 @Injectable()
@@ -103,7 +111,7 @@ export class ResponseWriter {
   }
 
   /**
-   * Streams a JSON document whose middle is a long list, item by item with back-pressure, so memory does
+   * Streams a JSON document whose middle is a long list, batch by batch with back-pressure, so memory does
    * not grow with the list. A failure once the status is out cuts the body, so the client sees an
    * incomplete document rather than a short list.
    */
@@ -116,19 +124,19 @@ export class ResponseWriter {
       if (!res.write(text)) await drainedOrClosed(res);
     };
     try {
-      // Items are gathered into chunks of about 64 KiB: one write per item costs more than serialising it.
-      let chunk = stream.head;
+      await write(stream.head);
       let first = true;
-      for await (const item of stream.items) {
+      for (;;) {
         if (res.destroyed) return;
-        chunk += `${first ? '' : ','}${JSON.stringify(item)}`;
+        // The batch becomes one string here and is not held while the write waits, so its items die young.
+        const text = joinPresented(await stream.batches.next(), stream.present, first);
+        if (text === null) break;
+        if (!text) continue;
         first = false;
-        if (chunk.length >= JSON_CHUNK_CHARS) {
-          await write(chunk);
-          chunk = '';
-        }
+        if (res.destroyed) return;
+        await write(text);
       }
-      res.end(chunk + stream.tail);
+      res.end(stream.tail);
     } catch (error) {
       this.logger.error({ err: error }, 'streamed JSON failed mid-stream');
       res.destroy();

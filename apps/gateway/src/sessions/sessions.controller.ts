@@ -58,12 +58,9 @@ export class SessionsController {
     }
     await this.writer.jsonStream(res, {
       head: '{"object":"list","files":[',
-      items: mapAsync(listing.items, presentContainerFile),
+      batches: listing.batches,
+      present: presentContainerFile,
       tail: '],"has_more":false}',
     });
   }
-}
-
-async function* mapAsync<T, U>(items: AsyncIterable<T>, map: (item: T) => U): AsyncIterable<U> {
-  for await (const item of items) yield map(item);
 }

@@ -2,13 +2,17 @@ import { describe, expect, it } from 'vitest';
 import { fileUpload, gatewayServices, readDownload } from '../../../../test/fakes/gateway';
 import { runPurges } from '../../../../test/fakes/platform';
 import { USER_ORIGIN } from '../auth/task-scope';
+import type { ContainerFileListing } from '@app/db';
+import type { SessionListing } from './sessions.service';
 
 const ALICE = '00000000-0000-4000-8000-00000000000a';
 const BOB = '00000000-0000-4000-8000-00000000000b';
 
-async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
-  const out: T[] = [];
-  for await (const item of items) out.push(item);
+/** Every batch of a whole listing, pulled until the end. */
+async function collectBatches(listing: SessionListing): Promise<ContainerFileListing[][]> {
+  if (listing.kind !== 'all') throw new Error(`expected the whole listing, got ${listing.kind}`);
+  const out: ContainerFileListing[][] = [];
+  for (let batch = await listing.batches.next(); batch; batch = await listing.batches.next()) out.push(batch);
   return out;
 }
 
@@ -49,7 +53,7 @@ describe('SessionsService', () => {
     await world.containerFiles.upload(ALICE, second, fileUpload('late.txt', 'late'), USER_ORIGIN);
     const all = await world.sessions.listing(ALICE, session.id, {});
     expect(all.kind).toBe('all');
-    const listed = await collect((all as { items: AsyncIterable<{ filename: string }> }).items);
+    const listed = await collectBatches(all).then((batches) => batches.flat());
     expect(listed.map((item) => item.filename)).toEqual(['late.txt']);
     const page = await world.sessions.listing(ALICE, session.id, { limit: 1 });
     expect(page).toMatchObject({ kind: 'page', page: { hasMore: false } });
@@ -77,13 +81,15 @@ describe('SessionsService', () => {
       });
     }
     const all = await world.sessions.listing(ALICE, session.id, {});
-    const listed = await collect((all as { items: AsyncIterable<{ filename: string }> }).items);
+    const batches = await collectBatches(all);
+    expect(batches.map((batch) => batch.length)).toEqual([500, 500, 50]);
+    const listed = batches.flat();
     expect(listed).toHaveLength(1_050);
     expect(listed[0].filename).toBe('f0.txt');
     expect(listed.at(-1)!.filename).toBe('f1049.txt');
     const pageTwo = await world.sessions.listing(ALICE, session.id, {
       limit: 1000,
-      after: (listed as unknown as { id: string }[])[999].id,
+      after: listed[999].id,
     });
     expect(pageTwo).toMatchObject({ kind: 'page', page: { hasMore: false } });
     expect((pageTwo as { page: { items: unknown[] } }).page.items).toHaveLength(50);

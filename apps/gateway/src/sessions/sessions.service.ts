@@ -3,6 +3,7 @@ import { ApiError } from '@app/common';
 import { isId } from '@app/contracts';
 import {
   ContainerFileRepository,
+  KeysetBatches,
   SessionRepository,
   UnitOfWork,
   type ContainerFileListing,
@@ -17,7 +18,7 @@ const LISTING_BATCH = 500;
 
 /** A session's artifacts: one page when the caller asked for a limit, else all of them as a stream. */
 export type SessionListing =
-  { kind: 'page'; page: Page<ContainerFileListing> } | { kind: 'all'; items: AsyncIterable<ContainerFileListing> };
+  { kind: 'page'; page: Page<ContainerFileListing> } | { kind: 'all'; batches: KeysetBatches<ContainerFileListing> };
 
 @Injectable()
 export class SessionsService {
@@ -61,7 +62,7 @@ export class SessionsService {
 
   /**
    * Every artifact of the session, oldest first. With `limit`, one page; without, all of them, read in
-   * keyset batches as the consumer asks for more, so 100,000 artifacts cost no more memory than 500.
+   * keyset batches as the consumer asks for more, so 100,000 artifacts cost no more memory than one batch.
    */
   async listing(
     principalId: string,
@@ -83,24 +84,11 @@ export class SessionsService {
         page: await this.containerFiles.listSessionArtifacts(principalId, sessionId, afterSeq, paging.limit),
       };
     const first = await this.containerFiles.listSessionArtifacts(principalId, sessionId, afterSeq, LISTING_BATCH);
-    return { kind: 'all', items: this.remaining(principalId, sessionId, first) };
-  }
-
-  private async *remaining(
-    principalId: string,
-    sessionId: string,
-    first: Page<ContainerFileListing>,
-  ): AsyncIterable<ContainerFileListing> {
-    let page = first;
-    for (;;) {
-      yield* page.items;
-      if (!page.hasMore) return;
-      page = await this.containerFiles.listSessionArtifacts(
-        principalId,
-        sessionId,
-        page.items.at(-1)!.seq,
-        LISTING_BATCH,
-      );
-    }
+    return {
+      kind: 'all',
+      batches: new KeysetBatches(first, (after) =>
+        this.containerFiles.listSessionArtifacts(principalId, sessionId, after, LISTING_BATCH),
+      ),
+    };
   }
 }

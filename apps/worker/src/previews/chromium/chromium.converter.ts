@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { ConversionError, toConversionError } from '../conversion.error';
 import { previewTypeOf } from '@app/contracts';
 import { readCapped } from '../input-limits';
@@ -298,6 +298,8 @@ export class ChromiumConverter implements PdfConverter {
     );
     let browser: Browser;
     try {
+      // Loaded at the first launch, not at start: playwright-core alone is ~70 MB of an idle worker's memory.
+      const { chromium } = await import('playwright-core');
       browser = await chromium.launch({
         executablePath: launcher,
         headless: true,

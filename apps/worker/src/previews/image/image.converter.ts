@@ -1,6 +1,5 @@
 import { writeFile } from 'node:fs/promises';
-import { PDFDocument } from 'pdf-lib';
-import sharp from 'sharp';
+import type sharpModule from 'sharp';
 import { ConversionError, toConversionError } from '../conversion.error';
 import { previewTypeOf } from '@app/contracts';
 import { assertInputSize, readCapped } from '../input-limits';
@@ -10,6 +9,10 @@ import type { PreviewConverterOptions } from '../preview.options';
 import { pagePlacement } from './page-layout';
 
 const DECODABLE = new Set(['png', 'jpeg', 'gif', 'webp']);
+
+/** sharp and pdf-lib load with the first image, not at start: an idle worker does not carry them. */
+const loadSharp = async (): Promise<typeof sharpModule> => (await import('sharp')).default;
+const loadPdfLib = () => import('pdf-lib');
 
 /**
  * png, jpeg, gif and webp laid on a PDF page, in process: sharp (libvips, prebuilt from npm) decodes
@@ -31,6 +34,7 @@ export class ImageConverter implements PdfConverter {
   }
 
   async available(): Promise<Availability> {
+    const sharp = await loadSharp();
     const missing = [...DECODABLE].filter(
       (format) => !(sharp.format as unknown as Record<string, { input?: { file?: boolean } }>)[format]?.input?.file,
     );
@@ -46,6 +50,7 @@ export class ImageConverter implements PdfConverter {
       if (!hasPdfHeader(Buffer.from(pdf.subarray(0, 1024))))
         throw new ConversionError('invalid_output', 'pdf-lib wrote no PDF header');
       // The in-process check: the bytes parse back into a document with one page.
+      const { PDFDocument } = await loadPdfLib();
       const check = await PDFDocument.load(pdf, { updateMetadata: false });
       if (check.getPageCount() !== 1)
         throw new ConversionError('invalid_output', `expected 1 page, got ${check.getPageCount()}`);
@@ -60,13 +65,14 @@ export class ImageConverter implements PdfConverter {
 
   private async render(path: string, signal: AbortSignal): Promise<Uint8Array> {
     const { maxInputPixels, maxPlacedPixels } = this.options.image;
+    const sharp = await loadSharp();
     const source = sharp(path, {
       limitInputPixels: maxInputPixels,
       failOn: 'error',
       animated: false,
       sequentialRead: true,
     });
-    let metadata: sharp.Metadata;
+    let metadata: sharpModule.Metadata;
     try {
       metadata = await source.metadata();
     } catch (error) {
@@ -119,6 +125,7 @@ export class ImageConverter implements PdfConverter {
     }
     if (signal.aborted) throw new ConversionError('aborted', 'conversion aborted');
 
+    const { PDFDocument } = await loadPdfLib();
     const document = await PDFDocument.create();
     document.setProducer('uhp-files previews');
     document.setCreator('uhp-files previews');
