@@ -100,7 +100,12 @@ export class ServiceStack {
       const log = createWriteStream(logFile, { flags: 'w' });
       const child = spawn(process.execPath, [...nodeArgs, join(ROOT, 'dist/apps', name, 'src/main.js')], {
         cwd: ROOT,
-        env: { ...process.env, ...this.env },
+        // As in the images (infra/docker/Dockerfile): glibc keeps up to 32 MiB of freed heap.
+        env: {
+          GLIBC_TUNABLES: 'glibc.malloc.trim_threshold=33554432:glibc.malloc.mmap_threshold=4194304',
+          ...process.env,
+          ...this.env,
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       child.stdout.pipe(log);

@@ -6,6 +6,8 @@ import { stackEnv } from './env';
 
 const ROOT = resolve(__dirname, '../..');
 const LOG_DIR = join(ROOT, '.data', 'test-logs');
+/** As in the images (infra/docker/Dockerfile): glibc keeps up to 32 MiB of freed heap instead of faulting it in again. */
+const SERVICE_GLIBC_TUNABLES = 'glibc.malloc.trim_threshold=33554432:glibc.malloc.mmap_threshold=4194304';
 
 export type ServiceName = 'storage' | 'gateway' | 'worker';
 const PORT_OFFSET: Record<ServiceName, number> = { gateway: 0, storage: 1, worker: 2 };
@@ -36,7 +38,7 @@ export class Stack {
       const log = createWriteStream(join(LOG_DIR, `${name}-${this.portBase}.log`), { flags: 'a' });
       const child = spawn(process.execPath, ['--enable-source-maps', join(ROOT, 'dist/apps', name, 'src/main.js')], {
         cwd: ROOT,
-        env: { ...process.env, ...this.env },
+        env: { GLIBC_TUNABLES: SERVICE_GLIBC_TUNABLES, ...process.env, ...this.env },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       child.stdout!.pipe(log);
