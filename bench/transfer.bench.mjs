@@ -324,7 +324,9 @@ function clientDataCpuPerGiB(size) {
     return (u.user + u.system) / 1e6;
   };
   let started = cpu();
-  for (const block of blocks(size)) block.length;
+  let made = 0;
+  for (const block of blocks(size)) made += block.length;
+  if (made !== size) throw new Error(`made ${made} bytes, not ${size}`);
   const upload = ((cpu() - started) * GiB) / size;
   started = cpu();
   const verifier = new Verifier(size);

@@ -6,7 +6,7 @@ import { stackEnv } from './env';
 
 const ROOT = resolve(__dirname, '../..');
 const LOG_DIR = join(ROOT, '.data', 'test-logs');
-/** As in the images (infra/docker/Dockerfile): glibc keeps up to 32 MiB of freed heap instead of faulting it in again. */
+/** As in the images (infra/docker/Dockerfile): glibc keeps up to 32 MiB of freed heap, not faulting it in again. */
 const SERVICE_GLIBC_TUNABLES = 'glibc.malloc.trim_threshold=33554432:glibc.malloc.mmap_threshold=4194304';
 
 export type ServiceName = 'storage' | 'gateway' | 'worker';
