@@ -104,11 +104,14 @@ export class StorageClient extends ObjectStore {
     return new Promise<StoredObjectReceipt>((resolve, reject) => {
       let settled = false;
       const settle = (fn: () => void) => {
-        if (!settled) {
-          settled = true;
-          fn();
-        }
+        if (settled) return;
+        settled = true;
+        opts.signal?.removeEventListener('abort', onAbort);
+        fn();
       };
+      /** A refusal (404, 413 …) seen while we were still sending: it decides, whatever happens to the socket next. */
+      let refusal: { status: number; text: string } | null = null;
+      const refused = () => storageError(refusal!.status, refusal!.text);
       const req = request(this.url(path), {
         method: 'PUT',
         agent: this.agent,
@@ -120,22 +123,34 @@ export class StorageClient extends ObjectStore {
         }),
       });
       req.on('response', (res) => {
-        readText(res)
-          .then((text) => {
-            if (res.statusCode === 200) {
-              settle(() => resolve(JSON.parse(text) as StoredObjectReceipt));
-            } else {
-              // An early answer (413) arrives while we still write: stop sending and drop the connection.
-              body.unpipe(req);
-              req.destroy();
-              settle(() => reject(storageError(res.statusCode ?? 502, text)));
-            }
-          })
-          .catch((error) => settle(() => reject(error)))
-          .finally(() => opts.signal?.removeEventListener('abort', onAbort));
+        const status = res.statusCode ?? 502;
+        if (status === 200) {
+          readText(res)
+            .then((text) => settle(() => resolve(JSON.parse(text) as StoredObjectReceipt)))
+            .catch((error) => settle(() => reject(error)));
+          return;
+        }
+        // An early answer arrives while we still write: stop sending. The storage service drops a connection
+        // whose unwanted body keeps coming, so the socket may be reset before the answer's body is read.
+        body.unpipe(req);
+        const answer = { status, text: '' };
+        refusal = answer;
+        res.on('data', (chunk: Buffer) => {
+          if (answer.text.length < 64 * 1024) answer.text += chunk.toString('utf8');
+        });
+        res.on('end', () => {
+          req.destroy();
+          settle(() => reject(refused()));
+        });
+        res.on('error', () => settle(() => reject(refused())));
+        res.on('close', () => settle(() => reject(refused())));
       });
       req.on('error', () =>
-        settle(() => reject(new ApiError('service_unavailable', 'Object storage is unavailable; try again.'))),
+        settle(() =>
+          reject(
+            refusal ? refused() : new ApiError('service_unavailable', 'Object storage is unavailable; try again.'),
+          ),
+        ),
       );
       body.on('error', (error) => {
         req.destroy(error);
