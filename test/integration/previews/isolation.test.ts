@@ -310,12 +310,15 @@ describe.runIf(isRoot)('who the converters run as (root worker)', () => {
     );
     expect(zygotes.length).toBeGreaterThan(0);
     for (const pid of zygotes) expect(await readlink(`/proc/${pid}/ns/user`)).not.toBe(browserUserNs);
-    // A renderer: the spare tab the converter opens for the next document has one.
+    // A renderer: the spare tab the converter opens for the next document has one. It may have only just been
+    // forked, and a renderer installs its seccomp filter itself, early in its start: give it a moment.
     const renderers = await browserProcesses(browser, (args) => args.includes('--type=renderer'));
     expect(renderers.length).toBeGreaterThan(0);
     for (const pid of renderers) {
       expect(await readlink(`/proc/${pid}/ns/user`)).not.toBe(browserUserNs);
-      expect(statusField(await readFile(`/proc/${pid}/status`, 'utf8'), 'Seccomp')).toBe('2');
+      await expect
+        .poll(async () => statusField(await readFile(`/proc/${pid}/status`, 'utf8'), 'Seccomp'), { timeout: 5_000 })
+        .toBe('2');
     }
   });
 
