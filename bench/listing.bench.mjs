@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { get } from 'node:http';
-import { cpus } from 'node:os';
+import { cpus, totalmem } from 'node:os';
 import pg from 'pg';
 import { API_BASE, API_KEY, DATABASE_URL, ServiceStack, serviceEnv, writeDocsSection } from './support/stack.mjs';
 
@@ -107,6 +107,7 @@ async function main() {
     );
     await client.query('ANALYZE container_files');
 
+    const pgVersion = `PostgreSQL ${(await client.query('SHOW server_version')).rows[0].server_version.split(' ')[0]}`;
     const gatewayPid = stack.pid('gateway');
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const idle = rssOf(gatewayPid);
@@ -127,7 +128,9 @@ async function main() {
     const oursS = median(ours.map((r) => r.seconds));
     const floorS = median(floor.map((r) => r.seconds));
     const lines = [
-      `Machine: ${cpus().length} cores; ${ROWS.toLocaleString('en')} artifacts in one session, ` +
+      `Machine: ${cpus().length} cores (${cpus()[0]?.model.trim()}), ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM, ` +
+        `Node ${process.version}, ${pgVersion} on 127.0.0.1 (no S3 involved: the baseline is \`pg\` in the bench ` +
+        `process); gateway run as the images run it. ${ROWS.toLocaleString('en')} artifacts in one session, ` +
         `${(listed.bytes / 1e6).toFixed(0)} MB of JSON; median of ${RUNS} runs each, taking turns.`,
       '',
       '| reader | time | ratio to baseline | gateway RSS idle → peak |',
