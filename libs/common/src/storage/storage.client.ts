@@ -1,4 +1,4 @@
-import { Agent, type IncomingMessage, request } from 'node:http';
+import { Agent, type ClientRequest, type IncomingMessage, request } from 'node:http';
 import type { Readable } from 'node:stream';
 import {
   type CompletedBlocksReceipt,
@@ -29,6 +29,8 @@ async function readText(res: IncomingMessage, max = 64 * 1024): Promise<string> 
   return text;
 }
 
+const unavailable = () => new ApiError('service_unavailable', 'Object storage is unavailable; try again.');
+
 function storageError(status: number, text: string): ApiError {
   let code: string | undefined;
   try {
@@ -47,7 +49,15 @@ function storageError(status: number, text: string): ApiError {
       'A part request this long must carry at least 5 MiB in `data`; it held too much besides.',
       'data',
     );
-  return new ApiError('service_unavailable', 'Object storage is unavailable; try again.');
+  return unavailable();
+}
+
+/**
+ * A kept-alive socket that the storage service closed just as this request went out on it: the request never
+ * reached a handler, so one that is safe to repeat is sent again on a fresh socket (as Node's docs advise).
+ */
+function closedWhileIdle(req: ClientRequest, error: Error): boolean {
+  return req.reusedSocket && (error as NodeJS.ErrnoException).code === 'ECONNRESET';
 }
 
 /**
@@ -127,12 +137,14 @@ export class StorageClient extends ObjectStore {
         if (status === 200) {
           readText(res)
             .then((text) => settle(() => resolve(JSON.parse(text) as StoredObjectReceipt)))
-            .catch((error) => settle(() => reject(error)));
+            .catch(() => settle(() => reject(unavailable())));
           return;
         }
         // An early answer arrives while we still write: stop sending. The storage service drops a connection
         // whose unwanted body keeps coming, so the socket may be reset before the answer's body is read.
         body.unpipe(req);
+        // Nor is the connection kept: the storage service may be closing it past its drain budget.
+        req.shouldKeepAlive = false;
         const answer = { status, text: '' };
         refusal = answer;
         res.on('data', (chunk: Buffer) => {
@@ -145,13 +157,7 @@ export class StorageClient extends ObjectStore {
         res.on('error', () => settle(() => reject(refused())));
         res.on('close', () => settle(() => reject(refused())));
       });
-      req.on('error', () =>
-        settle(() =>
-          reject(
-            refusal ? refused() : new ApiError('service_unavailable', 'Object storage is unavailable; try again.'),
-          ),
-        ),
-      );
+      req.on('error', () => settle(() => reject(refusal ? refused() : unavailable())));
       body.on('error', (error) => {
         req.destroy(error);
         settle(() => reject(error));
@@ -167,7 +173,7 @@ export class StorageClient extends ObjectStore {
   }
 
   /** Opens the object (or one byte range of it) as a stream. */
-  get(key: string, range?: ByteRange): Promise<ObjectRead> {
+  get(key: string, range?: ByteRange, retried = false): Promise<ObjectRead> {
     return new Promise<ObjectRead>((resolve, reject) => {
       const headers = this.headers(range ? { range: `bytes=${range.start}-${range.end}` } : {});
       const req = request(this.url(objectsPath(key)), { method: 'GET', agent: this.agent, headers });
@@ -184,7 +190,10 @@ export class StorageClient extends ObjectStore {
         }
         readText(res).then((text) => reject(storageError(status, text)), reject);
       });
-      req.on('error', () => reject(new ApiError('service_unavailable', 'Object storage is unavailable; try again.')));
+      req.on('error', (error) => {
+        if (!retried && closedWhileIdle(req, error)) resolve(this.get(key, range, true));
+        else reject(unavailable());
+      });
       req.end();
     });
   }
@@ -239,7 +248,7 @@ export class StorageClient extends ObjectStore {
           else reject(storageError(res.statusCode ?? 502, text));
         }, reject);
       });
-      req.on('error', () => reject(new ApiError('service_unavailable', 'Object storage is unavailable; try again.')));
+      req.on('error', () => reject(unavailable()));
       req.end(body);
     });
   }
@@ -256,7 +265,7 @@ export class StorageClient extends ObjectStore {
     if (status !== 200) throw new Error(`storage service /readyz answered ${status}`);
   }
 
-  private simple(method: string, path: string): Promise<number> {
+  private simple(method: string, path: string, retried = false): Promise<number> {
     return new Promise<number>((resolve, reject) => {
       const req = request(this.url(path), { method, agent: this.agent, headers: this.headers() });
       req.on('response', (res) => {
@@ -264,7 +273,10 @@ export class StorageClient extends ObjectStore {
         res.on('end', () => resolve(res.statusCode ?? 502));
         res.on('error', reject);
       });
-      req.on('error', reject);
+      req.on('error', (error) => {
+        if (!retried && closedWhileIdle(req, error)) resolve(this.simple(method, path, true));
+        else reject(error);
+      });
       req.end();
     });
   }
