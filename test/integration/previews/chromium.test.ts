@@ -133,7 +133,17 @@ describe('HTML, Markdown and text through Chromium', () => {
     const slow = await createPreviewConverters({ workDir: join(dir, 'slow'), timeoutMs: 30_000 });
     try {
       expect(await slow.chromium.available()).toEqual({ ok: true });
+      // Checking it launched a Chromium that exited: the browser (and Playwright) start at the first conversion.
+      expect(await slow.chromium.browserPid()).toBeUndefined();
+      const small = join(dir, 'small.txt');
+      await writeFile(small, `${MARKER}\n`);
+      await slow.chromium.convert(
+        { path: small, filename: 'small.txt', contentType: 'text/plain' },
+        { path: join(dir, 'small.pdf') },
+        new AbortController().signal,
+      );
       const firstPid = (await slow.chromium.browserPid())!;
+      expect(firstPid).toBeGreaterThan(0);
       slow.options.timeoutMs = 1;
       const source = join(dir, 'big.txt');
       await writeFile(source, `${MARKER}\n`.repeat(20_000));

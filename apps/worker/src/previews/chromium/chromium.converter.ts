@@ -72,6 +72,7 @@ export class ChromiumConverter implements PdfConverter {
   readonly version = '1';
   readonly maxInputBytes: number;
   private session: Promise<Session> | undefined;
+  private probed: Promise<void> | null = null;
   private spare: Promise<Tab | null> | null = null;
   /** Every request the filter saw and aborted, newest last (tests and debug logs). */
   readonly blockedRequests: string[] = [];
@@ -92,11 +93,73 @@ export class ChromiumConverter implements PdfConverter {
   async available(): Promise<Availability> {
     try {
       await stat(this.options.chromium.executablePath);
-      await this.browser();
+      if (!this.active) await this.probe();
       return { ok: true };
     } catch (error) {
       return { ok: false, reason: error instanceof Error ? error.message : String(error) };
     }
+  }
+
+  /**
+   * Whether Chromium starts here, in its confinement, without Playwright: loading playwright-core costs an idle
+   * worker about 70 MB, so it is loaded, and the browser launched, at the first conversion. A headless Chromium
+   * prints an empty page's DOM and exits; once that has worked, it is not repeated.
+   */
+  private probe(): Promise<void> {
+    this.probed ??= this.runProbe().catch((error: unknown) => {
+      this.probed = null;
+      throw error;
+    });
+    return this.probed;
+  }
+
+  private async runProbe(): Promise<void> {
+    const mode = this.runner.mode;
+    this.runner.assertAllowed();
+    if (mode.chromiumSandbox) {
+      try {
+        return await this.probeWith(true);
+      } catch (error) {
+        this.sandboxRefused(error);
+      }
+    }
+    await this.probeWith(false);
+  }
+
+  private async probeWith(sandbox: boolean): Promise<void> {
+    const { home, cleanUp, identity } = await this.browserHome(sandbox);
+    try {
+      const result = await this.runner.run({
+        command: this.options.chromium.executablePath,
+        args: [
+          '--headless',
+          ...(sandbox ? [] : ['--no-sandbox']),
+          ...CHROMIUM_FLAGS,
+          `--user-data-dir=${join(home, 'profile')}`,
+          '--dump-dom',
+          'about:blank',
+        ],
+        identity,
+        cwd: home,
+        env: this.browserEnvironment(home),
+        limits: { maxFileBytes: this.options.maxOutputBytes },
+        timeoutMs: 30_000,
+      });
+      if (result.code !== 0 || !result.stdout.includes('<body>')) {
+        const said = result.stderr.trim().split('\n').slice(-3).join(' | ');
+        throw new Error(`Chromium exited with ${result.code ?? result.signal}: ${said}`);
+      }
+    } finally {
+      await cleanUp();
+    }
+  }
+
+  /** From now on Chromium runs with --no-sandbox (inside the same confinement), and the isolation mode says so. */
+  private sandboxRefused(error: unknown): void {
+    const mode = this.runner.mode;
+    mode.chromiumSandbox = false;
+    const reason = (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 200);
+    mode.notes.push(`Chromium's own sandbox did not start (${reason}): it runs with --no-sandbox`);
   }
 
   /** The browser process group's id (its launcher's pid); for tests. */
@@ -244,30 +307,40 @@ export class ChromiumConverter implements PdfConverter {
       try {
         return await this.launchWith(true);
       } catch (error) {
-        mode.chromiumSandbox = false;
-        const reason = (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 200);
-        mode.notes.push(`Chromium's own sandbox did not start (${reason}): it runs with --no-sandbox`);
+        this.sandboxRefused(error);
       }
     }
     return this.launchWith(false);
   }
 
-  private async launchWith(sandbox: boolean): Promise<Session> {
+  /**
+   * A directory of the worker's for one browser (the launcher script and the pid file, which the browser must not
+   * be able to change) and, inside it, the browser's own home: profile, caches, TMPDIR (kept short: Chromium's
+   * singleton socket goes there).
+   */
+  private async browserHome(sandbox: boolean) {
     const id = randomBytes(4).toString('hex');
     const pool = join(this.options.workDir, 'chromium');
-    // The worker's: the launcher script and the pid file, which the browser must not be able to change.
     const dir = join(pool, id);
     await this.runner.makeSharedDir(pool);
     await this.runner.makeSharedDir(dir);
-    // The browser's own: profile, caches, TMPDIR (kept short: Chromium's singleton socket goes there).
     const shortHome = join(dir, 'h');
     const home = shortHome.length <= MAX_TMPDIR_LENGTH ? shortHome : join(tmpdir(), `uhp-chromium-${id}`);
     const identity: SandboxIdentity = { uidOffset: SANDBOX_UIDS.chromium, writable: [home], procWrite: sandbox };
     const cleanUp = () =>
-      Promise.all([rm(dir, { recursive: true, force: true }), rm(home, { recursive: true, force: true })]).catch(
-        () => undefined,
-      );
+      Promise.all([rm(dir, { recursive: true, force: true }), rm(home, { recursive: true, force: true })])
+        .then(() => undefined)
+        .catch(() => undefined);
     await this.runner.makeOwnDir(home, identity);
+    return { dir, home, identity, cleanUp };
+  }
+
+  private browserEnvironment(home: string): Record<string, string> {
+    return cleanEnvironment(home, { XDG_CONFIG_HOME: join(home, 'config'), XDG_CACHE_HOME: join(home, 'cache') });
+  }
+
+  private async launchWith(sandbox: boolean): Promise<Session> {
+    const { dir, home, identity, cleanUp } = await this.browserHome(sandbox);
     const pidFile = join(dir, 'browser.pid');
     // Playwright needs one executable; this wrapper records the group id (exec keeps the pid, and Playwright
     // starts the browser as a process group leader), puts Playwright's --user-data-dir (made by the worker, not
@@ -305,7 +378,7 @@ export class ChromiumConverter implements PdfConverter {
         headless: true,
         chromiumSandbox: sandbox,
         args: CHROMIUM_FLAGS,
-        env: cleanEnvironment(home, { XDG_CONFIG_HOME: join(home, 'config'), XDG_CACHE_HOME: join(home, 'cache') }),
+        env: this.browserEnvironment(home),
         timeout: 30_000,
         handleSIGINT: false,
         handleSIGTERM: false,
