@@ -173,7 +173,11 @@ export class StorageClient extends ObjectStore {
   }
 
   /** Opens the object (or one byte range of it) as a stream. */
-  get(key: string, range?: ByteRange, retried = false): Promise<ObjectRead> {
+  get(key: string, range?: ByteRange): Promise<ObjectRead> {
+    return this.open(key, range, false);
+  }
+
+  private open(key: string, range: ByteRange | undefined, retried: boolean): Promise<ObjectRead> {
     return new Promise<ObjectRead>((resolve, reject) => {
       const headers = this.headers(range ? { range: `bytes=${range.start}-${range.end}` } : {});
       const req = request(this.url(objectsPath(key)), { method: 'GET', agent: this.agent, headers });
@@ -191,7 +195,7 @@ export class StorageClient extends ObjectStore {
         readText(res).then((text) => reject(storageError(status, text)), reject);
       });
       req.on('error', (error) => {
-        if (!retried && closedWhileIdle(req, error)) resolve(this.get(key, range, true));
+        if (!retried && closedWhileIdle(req, error)) resolve(this.open(key, range, true));
         else reject(unavailable());
       });
       req.end();
