@@ -106,24 +106,11 @@ export class ChromiumConverter implements PdfConverter {
    * prints an empty page's DOM and exits; once that has worked, it is not repeated.
    */
   private probe(): Promise<void> {
-    this.probed ??= this.runProbe().catch((error: unknown) => {
+    this.probed ??= this.withSandboxFallback((sandbox) => this.probeWith(sandbox)).catch((error: unknown) => {
       this.probed = null;
       throw error;
     });
     return this.probed;
-  }
-
-  private async runProbe(): Promise<void> {
-    const mode = this.runner.mode;
-    this.runner.assertAllowed();
-    if (mode.chromiumSandbox) {
-      try {
-        return await this.probeWith(true);
-      } catch (error) {
-        this.sandboxRefused(error);
-      }
-    }
-    await this.probeWith(false);
   }
 
   private async probeWith(sandbox: boolean): Promise<void> {
@@ -154,12 +141,24 @@ export class ChromiumConverter implements PdfConverter {
     }
   }
 
-  /** From now on Chromium runs with --no-sandbox (inside the same confinement), and the isolation mode says so. */
-  private sandboxRefused(error: unknown): void {
+  /**
+   * Chromium keeps its own sandbox where the start-up probe found it possible (a non-root uid that may make user
+   * namespaces); if it does not start with it (the availability probe or a launch), it runs with --no-sandbox
+   * inside the same confinement, and the isolation mode says so from then on.
+   */
+  private async withSandboxFallback<T>(start: (sandbox: boolean) => Promise<T>): Promise<T> {
     const mode = this.runner.mode;
-    mode.chromiumSandbox = false;
-    const reason = (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 200);
-    mode.notes.push(`Chromium's own sandbox did not start (${reason}): it runs with --no-sandbox`);
+    this.runner.assertAllowed();
+    if (mode.chromiumSandbox) {
+      try {
+        return await start(true);
+      } catch (error) {
+        mode.chromiumSandbox = false;
+        const reason = (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 200);
+        mode.notes.push(`Chromium's own sandbox did not start (${reason}): it runs with --no-sandbox`);
+      }
+    }
+    return start(false);
   }
 
   /** The browser process group's id (its launcher's pid); for tests. */
@@ -284,7 +283,7 @@ export class ChromiumConverter implements PdfConverter {
   }
 
   private browser(): Promise<Session> {
-    this.session ??= this.launch().catch((error: unknown) => {
+    this.session ??= this.withSandboxFallback((sandbox) => this.launchWith(sandbox)).catch((error: unknown) => {
       this.session = undefined;
       throw new ConversionError(
         'unavailable',
@@ -293,24 +292,6 @@ export class ChromiumConverter implements PdfConverter {
       );
     });
     return this.session;
-  }
-
-  /**
-   * Chromium keeps its own sandbox where the start-up probe found it possible (a non-root uid that may make user
-   * namespaces); if it still does not start with it, it runs with --no-sandbox inside the same confinement, and the
-   * isolation mode says so from then on.
-   */
-  private async launch(): Promise<Session> {
-    const mode = this.runner.mode;
-    this.runner.assertAllowed();
-    if (mode.chromiumSandbox) {
-      try {
-        return await this.launchWith(true);
-      } catch (error) {
-        this.sandboxRefused(error);
-      }
-    }
-    return this.launchWith(false);
   }
 
   /**
