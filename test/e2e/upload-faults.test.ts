@@ -5,7 +5,7 @@ import { api, BOUNDARY, CLOSE, fileForm, MULTIPART_TYPE, newSession, partHead, r
 import { count, dbNow, leftoversSince } from '../support/db';
 import { TEST_MAX_FILE_BYTES, testPort } from '../support/env';
 import { pollUntil } from '../support/poll';
-import { unfinishedUploads } from '../support/s3';
+import { objectKeys, unfinishedUploads } from '../support/s3';
 import { S3FaultProxy } from '../support/s3-fault-proxy';
 import { Stack } from '../support/stack';
 
@@ -69,6 +69,60 @@ describe('uploads that must fail and leave nothing behind', () => {
     expect(res.status).toBe(413);
     expect(JSON.parse(res.body).error.code).toBe('file_too_large');
     await expectNothingLeftSince(since);
+  });
+
+  it('answers 413 to many oversized uploads at once, past the drain budget too, and leaves nothing in rows or the bucket', async () => {
+    const since = await dbNow();
+    const keysBefore = await objectKeys();
+    // Half are refused from their headers and keep writing three times the limit, past the drain budget (the
+    // connection then closes lingering); half are chunked and refused by the storage service one byte past the cap.
+    const declaredTooLong = () =>
+      rawRequest('/v1/files', {
+        headers: { 'content-type': MULTIPART_TYPE, 'content-length': MAX * 3 },
+        write: (req) => {
+          req.write(partHead('file', 'declared.bin'));
+          let sent = 0;
+          const pump = () => {
+            while (sent < MAX * 3 - 1024) {
+              sent += 64 * 1024;
+              if (!req.write(randomBytes(64 * 1024))) return void req.once('drain', pump);
+            }
+            req.end();
+          };
+          pump();
+        },
+      });
+    const chunkedOneOver = () =>
+      rawRequest('/v1/files', {
+        headers: { 'content-type': MULTIPART_TYPE, 'transfer-encoding': 'chunked' },
+        write: (req) => {
+          req.write(partHead('file', 'chunked.bin'));
+          let left = MAX + 1;
+          const pump = () => {
+            while (left > 0) {
+              const n = Math.min(left, 256 * 1024);
+              left -= n;
+              if (!req.write(randomBytes(n))) return void req.once('drain', pump);
+            }
+            req.end(CLOSE);
+          };
+          pump();
+        },
+      });
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        (i % 2 === 0 ? declaredTooLong() : chunkedOneOver()).catch((error) => ({
+          status: -1,
+          body: String(error),
+          headers: {},
+        })),
+      ),
+    );
+    expect(answers.map((answer) => answer.status)).toEqual(Array(12).fill(413));
+    for (const answer of answers) expect(JSON.parse(answer.body).error.code).toBe('file_too_large');
+    await expectNothingLeftSince(since);
+    const keysAfter = await objectKeys();
+    expect([...keysAfter].filter((key) => !keysBefore.has(key))).toEqual([]);
   });
 
   it('accepts exactly max_file_bytes', async () => {
