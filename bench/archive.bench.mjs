@@ -27,6 +27,7 @@ import {
   API_BASE,
   API_KEY,
   benchS3Client,
+  CLK_TCK,
   DATABASE_URL,
   deleteAllObjects,
   DOCS_FILE,
@@ -34,6 +35,7 @@ import {
   GiB,
   parseSize,
   PORT_BASE,
+  procStat,
   S3,
   serviceEnv,
   ServiceStack,
@@ -173,12 +175,15 @@ async function readAllFromS3(keys) {
   return { seconds: (performance.now() - started) / 1000, bytes };
 }
 
+const SERVICES = ['worker', 'storage', 'gateway'];
+
 /**
  * Asks for the archive (202 at once: ARCHIVE_WAIT_MS=0) and times the build until its row is ready, sampling the
- * worker's RSS.
+ * worker's RSS; counts each service's CPU seconds (utime + stime) over the build.
  */
 async function buildArchive(sessionId) {
   const workerPid = stack.pid('worker');
+  const ticksBefore = SERVICES.map((name) => procStat(stack.pid(name)).ticks);
   const idleRss = statusBytes(workerPid, 'VmRSS');
   let peakRss = idleRss;
   const sampler = setInterval(() => {
@@ -203,7 +208,10 @@ async function buildArchive(sessionId) {
   const seconds = (performance.now() - started) / 1000;
   clearInterval(sampler);
   peakRss = Math.max(peakRss, statusBytes(workerPid, 'VmRSS'));
-  return { seconds, rowSeconds: row.row_seconds, zipBytes: Number(row.zip_bytes), idleRss, peakRss };
+  const cpu = Object.fromEntries(
+    SERVICES.map((name, i) => [name, (procStat(stack.pid(name)).ticks - ticksBefore[i]) / CLK_TCK]),
+  );
+  return { seconds, rowSeconds: row.row_seconds, zipBytes: Number(row.zip_bytes), idleRss, peakRss, cpu };
 }
 
 /** The archive's end record, read with a Range request through the gateway: the entry count must be FILES. */
@@ -221,11 +229,12 @@ async function checkArchive(sessionId, zipBytes) {
 
 // ------------------------------------------------------------------ report ---
 const mb = (bytes) => `${(bytes / MB).toFixed(1)} MB`;
+const cpuText = (cpu) => SERVICES.map((name) => cpu[name].toFixed(1)).join(' / ');
 
 function renderDocs(results, machine) {
   const rows = results.map(
     (r) =>
-      `| ${r.label} | ${FILES} | ${r.floorSeconds.toFixed(2)} s (${(r.bytes / MB / r.floorSeconds).toFixed(0)} MB/s) | ${r.build.seconds.toFixed(2)} s (${(r.bytes / MB / r.build.seconds).toFixed(0)} MB/s) | **${(r.build.seconds / r.floorSeconds).toFixed(2)}** | ${mb(r.build.zipBytes)} | ${mb(r.build.idleRss)} | ${mb(r.build.peakRss)} |`,
+      `| ${r.label} | ${FILES} | ${r.floorSeconds.toFixed(2)} s (${(r.bytes / MB / r.floorSeconds).toFixed(0)} MB/s) | ${r.build.seconds.toFixed(2)} s (${(r.bytes / MB / r.build.seconds).toFixed(0)} MB/s) | **${(r.build.seconds / r.floorSeconds).toFixed(2)}** | ${cpuText(r.build.cpu)} | ${mb(r.build.zipBytes)} | ${mb(r.build.idleRss)} | ${mb(r.build.peakRss)} |`,
   );
   const ratios = results.map((r) => `${(r.build.seconds / r.floorSeconds).toFixed(2)} at ${r.label}`).join(', ');
   const peaks = results.map((r) => `${mb(r.build.peakRss)} at ${r.label}`).join(', ');
@@ -250,11 +259,13 @@ Postgres. Then:
   \`ready\`: the worker streams each object from the storage service into the ZIP writer and the ZIP through
   the storage service into a new S3 object (multipart upload).
 
-The worker's RSS (\`/proc/<pid>/status\` VmRSS) is sampled every 50 ms during the build. The ZIP's end record
+The worker's RSS (\`/proc/<pid>/status\` VmRSS) is sampled every 50 ms during the build, and each service's CPU
+seconds over the build (utime + stime from \`/proc/<pid>/stat\`) are printed: CPU does not move with the S3 server's
+speed or the machine's load as much as the build time does. The ZIP's end record
 is read back with a Range request and must count ${FILES} entries.
 
-| session | files | floor (S3 reads) | build | build / floor | ZIP | worker RSS idle | worker RSS peak |
-|---|---:|---:|---:|---:|---:|---:|---:|
+| session | files | floor (S3 reads) | build | build / floor | build CPU s: worker / storage / gateway | ZIP | worker RSS idle | worker RSS peak |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|
 ${rows.join('\n')}
 
 **Reading** (targets: build ≤ 1.25 × floor; peak worker RSS < 200 MB and about the same at every size):
@@ -287,7 +298,7 @@ async function main() {
       results.push(result);
       console.log(
         `${size.label}: floor ${floorBefore.seconds.toFixed(2)}/${floorAfter.seconds.toFixed(2)} s, build ${build.seconds.toFixed(2)} s (row ${build.rowSeconds.toFixed(2)} s), ` +
-          `build/floor ${(build.seconds / result.floorSeconds).toFixed(2)}, zip ${mb(build.zipBytes)}, worker RSS idle ${mb(build.idleRss)} peak ${mb(build.peakRss)}`,
+          `build/floor ${(build.seconds / result.floorSeconds).toFixed(2)}, CPU s worker/storage/gateway ${cpuText(build.cpu)}, zip ${mb(build.zipBytes)}, worker RSS idle ${mb(build.idleRss)} peak ${mb(build.peakRss)}`,
       );
       await api('DELETE', `/v1/sessions/${session.id}`);
     }

@@ -42,6 +42,7 @@ import { Upload } from '@aws-sdk/lib-storage';
 import {
   API_KEY,
   benchS3Client,
+  CLK_TCK,
   deleteAllObjects,
   DOCS_FILE,
   ensureBucket,
@@ -50,6 +51,7 @@ import {
   MiB,
   parseSize,
   PORT_BASE,
+  procStat,
   ROOT,
   S3,
   serviceEnv,
@@ -169,25 +171,6 @@ class Verifier {
 }
 
 // ------------------------------------------------------------------ /proc sampling ---
-const CLK_TCK = (() => {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
-  } catch {
-    return 100;
-  }
-})();
-
-/** CPU (utime + stime, in ticks) and minor page faults of a process so far. */
-function procStat(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { ticks: Number(fields[11]) + Number(fields[12]), minflt: Number(fields[7]) };
-  } catch {
-    return { ticks: NaN, minflt: NaN };
-  }
-}
-
 /** VmRSS, and RssAnon (the process's private memory: RSS without the mapped node binary and libraries). */
 function memory(pid) {
   try {

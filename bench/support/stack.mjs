@@ -4,7 +4,7 @@
  * and node options (BENCH_SERVICE_ENV, BENCH_NODE_ARGS), the bench bucket, sizes like "100MiB", and the
  * generated sections of docs/benchmarks.md.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
@@ -155,6 +155,26 @@ export class ServiceStack {
         this.#children.delete(name);
       }),
     );
+  }
+}
+
+/** Clock ticks per second of /proc's CPU times. */
+export const CLK_TCK = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** CPU (utime + stime, in ticks) and minor page faults of a process so far. */
+export function procStat(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { ticks: Number(fields[11]) + Number(fields[12]), minflt: Number(fields[7]) };
+  } catch {
+    return { ticks: NaN, minflt: NaN };
   }
 }
 

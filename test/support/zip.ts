@@ -8,6 +8,7 @@ export interface CentralEntry {
   nameBytes: Buffer;
   utf8Flag: boolean;
   method: number;
+  crc32: number;
   compressedSize: number;
   size: number;
 }
@@ -42,6 +43,7 @@ export function centralDirectory(zip: Buffer): CentralEntry[] {
       nameBytes,
       utf8Flag: (flags & 0x800) !== 0,
       method: zip.readUInt16LE(p + 10),
+      crc32: zip.readUInt32LE(p + 16),
       compressedSize: zip.readUInt32LE(p + 20),
       size: zip.readUInt32LE(p + 24),
     });

@@ -1,7 +1,8 @@
 import { Readable } from 'node:stream';
-import { describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it, vi } from 'vitest';
 import { centralDirectory } from '../../../../test/support/zip';
-import { ZipWriter } from './zip-writer';
+import { yazlCrc32, ZipWriter } from './zip-writer';
 
 const options = (size: number, compressionLevel = 0) => ({
   compressionLevel,
@@ -54,6 +55,38 @@ describe('ZipStream', () => {
     expect(opened).toEqual([0, 1, 2, 3]);
     expect(maxOpen).toBeLessThanOrEqual(2);
     expect(progress).toEqual({ bytes: 75_010, files: 4 });
+  });
+
+  it('carries the CRC-32 of each entry, taken across its chunks by the native CRC yazl was pointed at', async () => {
+    // The reference: the textbook bitwise CRC-32 (reflected, polynomial 0xEDB88320), independent of zlib and yazl.
+    const referenceCrc32 = (data: Buffer): number => {
+      let crc = 0xffffffff;
+      for (const byte of data) {
+        crc ^= byte;
+        for (let bit = 0; bit < 8; bit++) crc = crc & 1 ? (crc >>> 1) ^ 0xedb88320 : crc >>> 1;
+      }
+      return (crc ^ 0xffffffff) >>> 0;
+    };
+    const datas = [randomBytes(200_001), Buffer.from('line of text\n'.repeat(5000)), Buffer.alloc(1, 0xff)];
+    const crc = vi.spyOn(yazlCrc32, 'unsigned');
+    try {
+      const zip = new ZipWriter().open();
+      datas.forEach((data, i) =>
+        zip.add({
+          name: `f${i}`,
+          options: options(data.length, i === 1 ? 3 : 0),
+          // Uneven chunks, so each CRC is carried from one chunk to the next.
+          open: async () => Readable.from([data.subarray(0, 7), data.subarray(7, 65_543), data.subarray(65_543)]),
+        }),
+      );
+      zip.end();
+      const entries = centralDirectory(await collect(zip.output));
+      expect(entries.map((entry) => entry.crc32)).toEqual(datas.map(referenceCrc32));
+      // yazl called the instance this module pointed at zlib, not a copy of its own.
+      expect(crc).toHaveBeenCalled();
+    } finally {
+      crc.mockRestore();
+    }
   });
 
   it('of no entries is the 22-byte empty ZIP', async () => {
