@@ -18,6 +18,26 @@ async function expectNothingLeftSince(since: Date) {
   expect(await unfinishedUploads()).toEqual([]);
 }
 
+/** A chunked multipart upload whose file part is one byte over the limit (no length declared up front). */
+function chunkedOneByteOver() {
+  return rawRequest('/v1/files', {
+    headers: { 'content-type': MULTIPART_TYPE, 'transfer-encoding': 'chunked' },
+    write: (req) => {
+      req.write(partHead('file', 'chunked.bin'));
+      let left = MAX + 1;
+      const pump = () => {
+        while (left > 0) {
+          const n = Math.min(left, 256 * 1024);
+          left -= n;
+          if (!req.write(randomBytes(n))) return void req.once('drain', pump);
+        }
+        req.end(CLOSE);
+      };
+      pump();
+    },
+  });
+}
+
 describe('uploads that must fail and leave nothing behind', () => {
   it('answers 413 from Content-Length before reading the body, to a client still writing', async () => {
     const since = await dbNow();
@@ -50,22 +70,7 @@ describe('uploads that must fail and leave nothing behind', () => {
 
   it('counts a chunked body and answers 413 one byte past max_file_bytes', async () => {
     const since = await dbNow();
-    const res = await rawRequest('/v1/files', {
-      headers: { 'content-type': MULTIPART_TYPE, 'transfer-encoding': 'chunked' },
-      write: (req) => {
-        req.write(partHead('file', 'chunked.bin'));
-        let left = MAX + 1;
-        const pump = () => {
-          while (left > 0) {
-            const n = Math.min(left, 256 * 1024);
-            left -= n;
-            if (!req.write(randomBytes(n))) return void req.once('drain', pump);
-          }
-          req.end(CLOSE);
-        };
-        pump();
-      },
-    });
+    const res = await chunkedOneByteOver();
     expect(res.status).toBe(413);
     expect(JSON.parse(res.body).error.code).toBe('file_too_large');
     await expectNothingLeftSince(since);
@@ -92,26 +97,9 @@ describe('uploads that must fail and leave nothing behind', () => {
           pump();
         },
       });
-    const chunkedOneOver = () =>
-      rawRequest('/v1/files', {
-        headers: { 'content-type': MULTIPART_TYPE, 'transfer-encoding': 'chunked' },
-        write: (req) => {
-          req.write(partHead('file', 'chunked.bin'));
-          let left = MAX + 1;
-          const pump = () => {
-            while (left > 0) {
-              const n = Math.min(left, 256 * 1024);
-              left -= n;
-              if (!req.write(randomBytes(n))) return void req.once('drain', pump);
-            }
-            req.end(CLOSE);
-          };
-          pump();
-        },
-      });
     const answers = await Promise.all(
       Array.from({ length: 12 }, (_, i) =>
-        (i % 2 === 0 ? declaredTooLong() : chunkedOneOver()).catch((error) => ({
+        (i % 2 === 0 ? declaredTooLong() : chunkedOneByteOver()).catch((error) => ({
           status: -1,
           body: String(error),
           headers: {},
