@@ -92,8 +92,20 @@ describe.each(CI_VALUES)('ci/%s-values.yaml', (values) => {
         Object.entries(env).map(([name, entry]) => [name, 'value' in entry ? entry.value : SECRET_PLACEHOLDERS[name]]),
       );
       expect(() => loadConfig(SCHEMAS[service], plain), deployment.metadata.name).not.toThrow();
-      if (service === 'gateway') expect(loadConfig(gatewayConfigSchema, plain).UHP_API_METRICS).toBe(true);
+      if (service === 'gateway') {
+        const config = loadConfig(gatewayConfigSchema, plain);
+        expect(config.UHP_API_METRICS).toBe(true);
+        expect(config.STORAGE_DIRECT_READS).toBe(true);
+      }
     }
+  });
+
+  it('relays reads through the storage service when gateway.directReads is off (a gateway with no route to S3)', async () => {
+    const relaying = await render({ values, overrides: { gateway: { directReads: false } } });
+    const gateway = deployments(relaying).find((deployment) => serviceOf(deployment) === 'gateway')!;
+    const env = resolveEnv(gateway.spec.template.spec.containers[0]!, relaying);
+    expect(plainValue(env, 'STORAGE_DIRECT_READS')).toBe('false');
+    expect(loadConfig(gatewayConfigSchema, { STORAGE_DIRECT_READS: 'false' }).STORAGE_DIRECT_READS).toBe(false);
   });
 
   it('points probes at paths the services serve, on the ports they listen on', () => {

@@ -4,6 +4,7 @@ import { api, fileForm, upload } from '../support/api';
 import { count, db, dbNow, leftoversSince } from '../support/db';
 import { objectExists } from '../support/s3';
 import { pollUntil } from '../support/poll';
+import { E2E_PORT_BASE } from '../support/env';
 
 const sha = (data: Buffer | string) => createHash('sha256').update(data).digest('hex');
 
@@ -64,6 +65,30 @@ describe('files: upload, read, list, download, delete', () => {
     const cached = await api('GET', path, { headers: { 'if-none-match': etag } });
     expect(cached.status).toBe(304);
     expect(cached.body.length).toBe(0);
+  });
+
+  it('serves downloads straight from S3, many at once: the storage service signs each read and relays no byte', async () => {
+    const reads = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${E2E_PORT_BASE + 1}/metrics`)).text();
+      const count = (way: string) =>
+        Number(new RegExp(`^uhp_storage_reads_total\\{[^}]*way="${way}"[^}]*\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+      return { relayed: count('relayed'), signed: count('signed_url') };
+    };
+    const data = randomBytes(3 * 1024 * 1024 + 17);
+    const file = await upload('direct.bin', data);
+    const path = `/v1/files/${file.id}/content`;
+    const before = await reads();
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        api('GET', path, i % 2 ? { headers: { range: `bytes=${i * 1000}-${i * 200_000 + 1999}` } } : {}),
+      ),
+    );
+    for (const [i, answer] of answers.entries()) {
+      expect(answer.status).toBe(i % 2 ? 206 : 200);
+      const expected = i % 2 ? data.subarray(i * 1000, i * 200_000 + 2000) : data;
+      expect(sha(answer.body)).toBe(sha(expected));
+    }
+    expect(await reads()).toEqual({ relayed: before.relayed, signed: before.signed + 12 });
   });
 
   it('round-trips an empty file', async () => {

@@ -2,7 +2,8 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { request } from 'node:http';
 import { CreateMultipartUploadCommand, UploadPartCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { StorageClient } from '@app/common';
+import { PresignedUrlReader, StorageClient } from '@app/common';
+import { readUrlPath } from '@app/contracts';
 import { TEST_BUCKET, TEST_STORAGE_TOKEN, testPort } from '../support/env';
 import { objectExists, s3, unfinishedUploads } from '../support/s3';
 import { pollUntil } from '../support/poll';
@@ -102,6 +103,60 @@ describe('storage service against the real S3 server', () => {
     expect(
       await status(`/internal/objects/${encodeURIComponent(key())}`, { authorization: `Bearer ${TEST_STORAGE_TOKEN}` }),
     ).toBe(404);
+  });
+});
+
+describe('reads straight from S3 through URLs the storage service signs', () => {
+  const direct = new StorageClient({
+    baseUrl: `http://127.0.0.1:${stack.port('storage')}`,
+    token: TEST_STORAGE_TOKEN,
+    directReads: new PresignedUrlReader({ idleTimeoutMs: 10_000 }),
+  });
+  afterAll(() => direct.close());
+
+  const readsOpened = async () => {
+    const text = await (await fetch(`http://127.0.0.1:${stack.port('storage')}/metrics`)).text();
+    const count = (way: string) =>
+      Number(new RegExp(`^uhp_storage_reads_total\\{[^}]*way="${way}"[^}]*\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+    return { relayed: count('relayed'), signed: count('signed_url') };
+  };
+
+  it('reads whole objects and ranges, many at once, with no byte through the storage service', async () => {
+    const data = randomBytes(6 * MiB + 7);
+    const k = key();
+    await client.put(k, Readable.from([data]), { maxBytes: 64 * MiB });
+    const before = await readsOpened();
+    const ranges = Array.from({ length: 12 }, (_, i) => ({ start: i * 500_000, end: i * 500_000 + 99_999 + i }));
+    const [whole, ...parts] = await Promise.all([direct.get(k), ...ranges.map((range) => direct.get(k, range))]);
+    expect(whole.status).toBe(200);
+    expect(whole.contentLength).toBe(data.length);
+    expect(sha(await drain(whole.body))).toBe(sha(data));
+    for (const [i, part] of parts.entries()) {
+      expect(part.status).toBe(206);
+      expect(part.contentRange).toBe(`bytes ${ranges[i].start}-${ranges[i].end}/${data.length}`);
+      expect((await drain(part.body)).equals(data.subarray(ranges[i].start, ranges[i].end + 1))).toBe(true);
+    }
+    expect(await readsOpened()).toEqual({ relayed: before.relayed, signed: before.signed + 13 });
+    await client.delete(k);
+    await expect(direct.get(k)).rejects.toMatchObject({ code: 'not_found' });
+  });
+
+  it('signs only for the storage token and only keys of its own form', async () => {
+    const signed = (path: string, token?: string) =>
+      fetch(`http://127.0.0.1:${stack.port('storage')}${path}`, {
+        headers: token ? { authorization: `Bearer ${token}` } : {},
+      });
+    expect((await signed(readUrlPath(key()))).status).toBe(401);
+    expect((await signed(readUrlPath(key()), 'wrong')).status).toBe(401);
+    expect((await signed(readUrlPath('../etc/passwd'), TEST_STORAGE_TOKEN)).status).toBe(404);
+    const answer = await signed(readUrlPath('objects/some-key'), TEST_STORAGE_TOKEN);
+    expect(answer.status).toBe(200);
+    const { url, expiresAt } = (await answer.json()) as { url: string; expiresAt: string };
+    expect(new URL(url).pathname).toBe(`/${TEST_BUCKET}/objects/some-key`);
+    expect(new URL(url).searchParams.get('X-Amz-Expires')).toBe('300');
+    expect(Date.parse(expiresAt) - Date.now()).toBeGreaterThan(290_000);
+    // The URL reads, and only reads: S3 refuses the same signature for a write.
+    expect((await fetch(url, { method: 'PUT', body: 'x' })).status).toBe(403);
   });
 });
 

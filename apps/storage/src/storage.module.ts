@@ -15,6 +15,7 @@ import {
   HashController,
   MultipartController,
   ObjectsController,
+  ReadUrlsController,
 } from './objects/objects.controller';
 import { ObjectsService } from './objects/objects.service';
 import { S3ObjectClient } from './objects/s3-object.client';
@@ -74,7 +75,7 @@ class S3Module {}
       [S3Module],
     ),
   ],
-  controllers: [ObjectsController, ComposeController, HashController, MultipartController],
+  controllers: [ObjectsController, ComposeController, HashController, MultipartController, ReadUrlsController],
   providers: [ObjectsService, partBufferMetrics, { provide: APP_GUARD, useClass: StorageTokenGuard }],
 })
 export class StorageModule {}

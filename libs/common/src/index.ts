@@ -13,6 +13,7 @@ export * from './logging/request-context';
 export * from './metrics/metrics';
 export * from './storage/object-store';
 export * from './storage/storage.client';
+export * from './storage/presigned-url-reader';
 export * from './http/bootstrap';
 export * from './http/transfer-timeouts';
 export * from './lifecycle/graceful-shutdown';

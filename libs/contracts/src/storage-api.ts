@@ -19,6 +19,24 @@ export function objectsPath(key: string): string {
   return `/internal/objects/${encodeURIComponent(key)}`;
 }
 
+/**
+ * Answer of GET /internal/read-urls/{key}: a URL that reads the object straight from S3 (a GET, to which a
+ * Range header may be added) until `expiresAt`. The storage service signs it with its S3 credentials, which
+ * never leave it; the gateway opens it at once and never hands it on, so a download's bytes cross one
+ * Node process instead of two.
+ */
+export interface ObjectReadUrl {
+  url: string;
+  expiresAt: string;
+}
+
+/** Long enough to outlast a clock skew between the storage service and S3; each URL is opened at once. */
+export const READ_URL_TTL_SECONDS = 300;
+
+export function readUrlPath(key: string): string {
+  return `/internal/read-urls/${encodeURIComponent(key)}`;
+}
+
 /** A whole object, or the bytes `start`…`end` (inclusive) of one. */
 export type ComposeSource = string | { key: string; start: number; end: number };
 

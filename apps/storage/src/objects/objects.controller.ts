@@ -9,6 +9,7 @@ import {
   type ComposeRequest,
   type ComposeSource,
   type HashedObjectReceipt,
+  type ObjectReadUrl,
   STORAGE_HEADER,
   STORAGE_KEY_PATTERN,
   type StoredObjectReceipt,
@@ -83,6 +84,17 @@ export class HashController {
   async hash(@Param('key') key: string, @Req() req: Request): Promise<HashedObjectReceipt> {
     const body = await readJson<{ md5?: unknown }>(req);
     return this.objects.hash(checkedKey(key), body?.md5 !== false);
+  }
+}
+
+/** Short-lived URLs that read an object straight from S3, so a download's bytes skip this service. */
+@Controller('internal/read-urls')
+export class ReadUrlsController {
+  constructor(@Inject(ObjectsService) private readonly objects: ObjectsService) {}
+
+  @Get(':key')
+  readUrl(@Param('key') key: string): Promise<ObjectReadUrl> {
+    return this.objects.readUrl(checkedKey(key));
   }
 }
 

@@ -1,14 +1,17 @@
 import { Inject, Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { ApiError, APP_CONFIG, LOGGER, type AppLogger, type StorageConfig } from '@app/common';
+import { Counter, type Registry } from 'prom-client';
+import { ApiError, APP_CONFIG, LOGGER, METRICS_REGISTRY, type AppLogger, type StorageConfig } from '@app/common';
 import type {
   CompletedBlocksReceipt,
   ComposedObjectReceipt,
   ComposeSource,
   HashedObjectReceipt,
+  ObjectReadUrl,
   StoredObjectReceipt,
 } from '@app/contracts';
+import { READ_URL_TTL_SECONDS } from '@app/contracts';
 import { S3MultipartRepository } from '@app/db';
 import { MeteringTransform, ObjectTooLargeError } from './metering.transform';
 import { BlocksNotJoinableError, BlockTooSmallError, MAX_BLOCK_BYTES, MAX_BLOCKS } from './multipart-upload';
@@ -20,13 +23,23 @@ export class ObjectsService implements OnModuleInit, OnModuleDestroy {
   private sweepTimer?: NodeJS.Timeout;
   /** Puts in flight by key: a delete waits for the put to finish its own cleanup first. */
   private readonly inFlight = new Map<string, Promise<unknown>>();
+  /** Reads by the way their bytes go: relayed through this process, or straight from S3 by a signed URL. */
+  private readonly reads: Counter<'way'>;
 
   constructor(
     @Inject(S3ObjectClient) private readonly s3: S3ObjectClient,
     @Inject(S3MultipartRepository) private readonly journal: S3MultipartRepository,
     @Inject(APP_CONFIG) private readonly config: StorageConfig,
     @Inject(LOGGER) private readonly logger: AppLogger,
-  ) {}
+    @Inject(METRICS_REGISTRY) registry: Registry,
+  ) {
+    this.reads = new Counter({
+      name: 'uhp_storage_reads_total',
+      help: 'Object reads opened: way="relayed" through this service, way="signed_url" straight from S3',
+      labelNames: ['way'] as const,
+      registers: [registry],
+    });
+  }
 
   onModuleInit(): void {
     if (this.config.STORAGE_SWEEP_INTERVAL_MS > 0) {
@@ -276,6 +289,7 @@ export class ObjectsService implements OnModuleInit, OnModuleDestroy {
 
   /** Opens the object, or `range` of it; 404 when it is missing, 416 when the range is outside it. */
   async read(key: string, range: string | undefined): Promise<ObjectRead> {
+    this.reads.inc({ way: 'relayed' });
     try {
       return await this.s3.read(key, range);
     } catch (error) {
@@ -283,6 +297,19 @@ export class ObjectsService implements OnModuleInit, OnModuleDestroy {
       if (error instanceof RangeNotSatisfiableError)
         throw new ApiError('range_not_satisfiable', 'Range not satisfiable.');
       this.logger.error({ key, err: error }, 'S3 read failed');
+      throw new ApiError('service_unavailable', 'Object storage failed; try again.');
+    }
+  }
+
+  /** Signs a URL that reads the object straight from S3 (no S3 request is made here; a missing object is S3's 404). */
+  async readUrl(key: string): Promise<ObjectReadUrl> {
+    const expiresAt = new Date(Date.now() + READ_URL_TTL_SECONDS * 1000).toISOString();
+    this.reads.inc({ way: 'signed_url' });
+    try {
+      return { url: await this.s3.readUrl(key, READ_URL_TTL_SECONDS), expiresAt };
+    } catch (error) {
+      // Signing is local; it fails only when the credential chain yields no credentials.
+      this.logger.error({ key, err: error }, 'S3 read URL signing failed');
       throw new ApiError('service_unavailable', 'Object storage failed; try again.');
     }
   }

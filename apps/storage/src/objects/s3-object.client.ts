@@ -10,6 +10,7 @@ import {
   S3Client,
   S3ServiceException,
 } from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { Agent } from 'node:http';
 import { Readable } from 'node:stream';
 import { staticS3CredentialsOf, type StorageConfig } from '@app/common';
@@ -206,6 +207,11 @@ export class S3ObjectClient {
   /** Aborts one multipart upload and drops its journal row. */
   abortUpload(key: string, uploadId: string): Promise<void> {
     return abortRecorded({ client: this.s3, bucket: this.bucket, key }, uploadId, this.journal);
+  }
+
+  /** A URL that reads `key` (a Range header may be added) for `seconds`, signed with this process's credentials. */
+  readUrl(key: string, seconds: number): Promise<string> {
+    return getSignedUrl(this.s3, new GetObjectCommand({ Bucket: this.bucket, Key: key }), { expiresIn: seconds });
   }
 
   async read(key: string, range?: string): Promise<ObjectRead> {

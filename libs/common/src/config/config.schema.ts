@@ -88,6 +88,12 @@ export const gatewayConfigSchema = z.object({
   ...database,
   ...redis,
   ...storageClient,
+  /**
+   * Downloads read their bytes straight from S3 through short-lived URLs the storage service signs (its
+   * credentials stay there): one Node hop instead of two. The gateway then needs a route to S3_ENDPOINT;
+   * false relays every read through the storage service.
+   */
+  STORAGE_DIRECT_READS: boolean(true),
   LOG_LEVEL: logLevel,
   HOST: z.string().default('0.0.0.0'),
   PORT: integer(8080, 1, 65535),

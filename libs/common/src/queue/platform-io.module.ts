@@ -3,7 +3,9 @@ import { type DynamicModule, Module, type Provider, type Type } from '@nestjs/co
 import { QUEUE_NAMES } from '@app/contracts';
 import { APP_CONFIG } from '../config/config.module';
 import { HealthModule, READINESS_CHECKS, type ReadinessCheck } from '../health/health';
+import { LOGGER, type AppLogger } from '../logging/logging.module';
 import { ObjectStore } from '../storage/object-store';
+import { PresignedUrlReader } from '../storage/presigned-url-reader';
 import { StorageClient } from '../storage/storage.client';
 import { JobBus } from './job-bus';
 
@@ -13,6 +15,9 @@ interface PlatformConfig {
   REDIS_PASSWORD?: string;
   STORAGE_URL: string;
   STORAGE_TOKEN: string;
+  /** The gateway's: reads straight from S3 through signed URLs (the worker may reach only the storage service). */
+  STORAGE_DIRECT_READS?: boolean;
+  UHP_IDLE_TIMEOUT_MS: number;
 }
 
 /**
@@ -26,9 +31,18 @@ export class PlatformIoModule {
   static forRoot(options: { failFastOnRedisDown: boolean }): DynamicModule {
     const storageClient = {
       provide: StorageClient,
-      useFactory: (config: PlatformConfig) =>
-        new StorageClient({ baseUrl: config.STORAGE_URL, token: config.STORAGE_TOKEN }),
-      inject: [APP_CONFIG],
+      useFactory: (config: PlatformConfig, logger: AppLogger) =>
+        new StorageClient({
+          baseUrl: config.STORAGE_URL,
+          token: config.STORAGE_TOKEN,
+          directReads: config.STORAGE_DIRECT_READS
+            ? new PresignedUrlReader({
+                idleTimeoutMs: config.UHP_IDLE_TIMEOUT_MS,
+                onFailure: (failure) => logger.error(failure, 'S3 read through a signed URL failed'),
+              })
+            : undefined,
+        }),
+      inject: [APP_CONFIG, LOGGER],
     };
     const objectStore = { provide: ObjectStore, useExisting: StorageClient };
     const queues = [

@@ -8,17 +8,25 @@ import {
   type HashedObjectReceipt,
   hashPath,
   multipartPath,
+  type ObjectReadUrl,
   objectsPath,
+  readUrlPath,
   STORAGE_HEADER,
   type StoredObjectReceipt,
 } from '@app/contracts';
 import { ApiError } from '../errors/api-error';
 import { currentRequestId, REQUEST_ID_HEADER } from '../logging/request-context';
-import { type ByteRange, type ObjectRead, ObjectStore, type PutOptions } from './object-store';
+import { type ByteRange, type ObjectRead, objectReadOf, ObjectStore, type PutOptions } from './object-store';
+import type { PresignedUrlReader } from './presigned-url-reader';
 
 export interface StorageClientOptions {
   baseUrl: string;
   token: string;
+  /**
+   * Reads go straight to S3 through URLs the storage service signs (one Node hop for the bytes); without
+   * it they are relayed by the storage service (for callers that may reach only the storage service).
+   */
+  directReads?: PresignedUrlReader;
 }
 
 async function readText(res: IncomingMessage, max = 64 * 1024): Promise<string> {
@@ -173,8 +181,28 @@ export class StorageClient extends ObjectStore {
   }
 
   /** Opens the object (or one byte range of it) as a stream. */
-  get(key: string, range?: ByteRange): Promise<ObjectRead> {
-    return this.open(key, range, false);
+  async get(key: string, range?: ByteRange): Promise<ObjectRead> {
+    const reader = this.options.directReads;
+    if (!reader) return this.open(key, range, false);
+    const { url } = await this.fetchJson<ObjectReadUrl>(readUrlPath(key), false);
+    return reader.read(url, range);
+  }
+
+  private fetchJson<T>(path: string, retried: boolean): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const req = request(this.url(path), { method: 'GET', agent: this.agent, headers: this.headers() });
+      req.on('response', (res) => {
+        readText(res).then((text) => {
+          if (res.statusCode === 200) resolve(JSON.parse(text) as T);
+          else reject(storageError(res.statusCode ?? 502, text));
+        }, reject);
+      });
+      req.on('error', (error) => {
+        if (!retried && closedWhileIdle(req, error)) resolve(this.fetchJson<T>(path, true));
+        else reject(unavailable());
+      });
+      req.end();
+    });
   }
 
   private open(key: string, range: ByteRange | undefined, retried: boolean): Promise<ObjectRead> {
@@ -182,17 +210,9 @@ export class StorageClient extends ObjectStore {
       const headers = this.headers(range ? { range: `bytes=${range.start}-${range.end}` } : {});
       const req = request(this.url(objectsPath(key)), { method: 'GET', agent: this.agent, headers });
       req.on('response', (res) => {
-        const status = res.statusCode ?? 502;
-        if (status === 200 || status === 206) {
-          resolve({
-            status,
-            body: res,
-            contentLength: Number(res.headers['content-length'] ?? -1),
-            contentRange: res.headers['content-range'],
-          });
-          return;
-        }
-        readText(res).then((text) => reject(storageError(status, text)), reject);
+        const read = objectReadOf(res);
+        if (read) return resolve(read);
+        readText(res).then((text) => reject(storageError(res.statusCode ?? 502, text)), reject);
       });
       req.on('error', (error) => {
         if (!retried && closedWhileIdle(req, error)) resolve(this.open(key, range, true));
@@ -287,5 +307,6 @@ export class StorageClient extends ObjectStore {
 
   close(): void {
     this.agent.destroy();
+    this.options.directReads?.close();
   }
 }
