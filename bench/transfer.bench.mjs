@@ -829,7 +829,8 @@ worker :${PORT_BASE + 2}, LOG_LEVEL=warn) and, for each size, alternates two way
 (a deterministic 16 MiB AES-CTR pattern in 1 MiB blocks, each stamped with its block number):
 
 - **ours**: \`POST /v1/files\` (multipart/form-data, chunked, streamed with \`node:http\`) → gateway → storage
-  service → S3 multipart upload; then \`GET /v1/files/{id}/content\` read to the end.
+  service → S3 multipart upload; then \`GET /v1/files/{id}/content\` read to the end (the gateway reads the bytes
+  from S3 itself, through a URL the storage service signs: \`STORAGE_DIRECT_READS\`, on by default).
 - **direct**: \`@aws-sdk/lib-storage\` \`Upload\` straight to the same bucket with the storage service's own client
   settings (part size ${settings.partSize / MiB} MiB, queue size ${settings.queueSize}, no per-part checksums, keep-alive agent); then
   \`GetObjectCommand\` with the \`Body\` stream read to the end.

@@ -3,15 +3,15 @@ import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { Counter, type Registry } from 'prom-client';
 import { ApiError, APP_CONFIG, LOGGER, METRICS_REGISTRY, type AppLogger, type StorageConfig } from '@app/common';
-import type {
-  CompletedBlocksReceipt,
-  ComposedObjectReceipt,
-  ComposeSource,
-  HashedObjectReceipt,
-  ObjectReadUrl,
-  StoredObjectReceipt,
+import {
+  type CompletedBlocksReceipt,
+  type ComposedObjectReceipt,
+  type ComposeSource,
+  type HashedObjectReceipt,
+  type ObjectReadUrl,
+  READ_URL_TTL_SECONDS,
+  type StoredObjectReceipt,
 } from '@app/contracts';
-import { READ_URL_TTL_SECONDS } from '@app/contracts';
 import { S3MultipartRepository } from '@app/db';
 import { MeteringTransform, ObjectTooLargeError } from './metering.transform';
 import { BlocksNotJoinableError, BlockTooSmallError, MAX_BLOCK_BYTES, MAX_BLOCKS } from './multipart-upload';

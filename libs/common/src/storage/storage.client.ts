@@ -192,10 +192,17 @@ export class StorageClient extends ObjectStore {
     return new Promise<T>((resolve, reject) => {
       const req = request(this.url(path), { method: 'GET', agent: this.agent, headers: this.headers() });
       req.on('response', (res) => {
-        readText(res).then((text) => {
-          if (res.statusCode === 200) resolve(JSON.parse(text) as T);
-          else reject(storageError(res.statusCode ?? 502, text));
-        }, reject);
+        readText(res).then(
+          (text) => {
+            if (res.statusCode !== 200) return reject(storageError(res.statusCode ?? 502, text));
+            try {
+              resolve(JSON.parse(text) as T);
+            } catch {
+              reject(unavailable());
+            }
+          },
+          () => reject(unavailable()),
+        );
       });
       req.on('error', (error) => {
         if (!retried && closedWhileIdle(req, error)) resolve(this.fetchJson<T>(path, true));
