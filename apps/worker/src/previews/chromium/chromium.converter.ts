@@ -182,7 +182,9 @@ export class ChromiumConverter implements PdfConverter {
       type.kind === 'html'
         ? bytes
         : Buffer.from(
-            type.kind === 'markdown' ? markdownToHtml(decodeText(bytes), title) : textToHtml(decodeText(bytes), title),
+            type.kind === 'markdown'
+              ? await markdownToHtml(decodeText(bytes), title)
+              : textToHtml(decodeText(bytes), title),
             'utf8',
           );
     const contentType = type.kind === 'html' ? htmlContentType(bytes) : 'text/html; charset=utf-8';

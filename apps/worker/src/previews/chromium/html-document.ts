@@ -1,4 +1,4 @@
-import MarkdownIt from 'markdown-it';
+import type MarkdownIt from 'markdown-it';
 
 /**
  * The page Chromium prints, for the three families it handles. Markdown is rendered with raw HTML off
@@ -16,7 +16,13 @@ export const PREVIEW_CSP = [
   "base-uri 'none'",
 ].join('; ');
 
-const markdown = new MarkdownIt({ html: false, linkify: false, typographer: false });
+/** Loaded with the first Markdown preview, not at start: an idle worker does not carry it. */
+let markdown: Promise<MarkdownIt> | null = null;
+const markdownRenderer = (): Promise<MarkdownIt> =>
+  (markdown ??= import('markdown-it').then(
+    (loaded) =>
+      new (loaded.default as unknown as typeof MarkdownIt)({ html: false, linkify: false, typographer: false }),
+  ));
 
 export function escapeHtml(text: string): string {
   return text
@@ -43,8 +49,8 @@ function page(title: string, bodyClass: string, body: string): string {
 <body class="${bodyClass}">${body}</body></html>`;
 }
 
-export function markdownToHtml(source: string, title: string): string {
-  return page(title, 'markdown', markdown.render(source));
+export async function markdownToHtml(source: string, title: string): Promise<string> {
+  return page(title, 'markdown', (await markdownRenderer()).render(source));
 }
 
 export function textToHtml(source: string, title: string): string {
