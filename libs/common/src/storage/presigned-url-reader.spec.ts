@@ -25,6 +25,7 @@ describe('PresignedUrlReader', () => {
         .writeHead(403)
         .end('<?xml version="1.0"?><Error><Code>AccessDenied</Code><Message>no</Message></Error>');
     if (path === '/bucket/silent') return; // never answers
+    if (path === '/bucket/ignores-range') return res.writeHead(200, { 'content-length': body.length }).end(body);
     if (path === '/bucket/stalls') {
       res.writeHead(200, { 'content-length': body.length });
       res.write(body.subarray(0, 5)); // and nothing more
@@ -84,6 +85,20 @@ describe('PresignedUrlReader', () => {
     });
     expect(failures).toEqual([{ host: new URL(base).host, path: '/bucket/denied', status: 403, code: 'AccessDenied' }]);
     expect(JSON.stringify(failures)).not.toContain('s3cr3t');
+  });
+
+  it('refuses an answer that ignored the Range, whose bytes would not be the ones promised to the client', async () => {
+    await expect(reader.read(`${base}/bucket/ignores-range`, { start: 3, end: 7 })).rejects.toMatchObject({
+      code: 'service_unavailable',
+    });
+    expect(failures).toEqual([
+      {
+        host: new URL(base).host,
+        path: '/bucket/ignores-range',
+        status: 200,
+        code: 'answered 20 bytes for a range of 5',
+      },
+    ]);
   });
 
   it('gives up on an S3 that does not answer within the idle timeout', async () => {

@@ -64,6 +64,14 @@ export class PresignedUrlReader {
       req.on('response', (res) => {
         answered = true;
         const read = objectReadOf(res);
+        const expected = range ? range.end - range.start + 1 : undefined;
+        // A store that ignored the Range (200) or answered another length would put other bytes under the
+        // client's Content-Length: refused before a byte is sent.
+        if (read && expected !== undefined && (read.status !== 206 || read.contentLength !== expected)) {
+          res.destroy();
+          failed({ status: read.status, code: `answered ${read.contentLength} bytes for a range of ${expected}` });
+          return reject(unavailable());
+        }
         if (read) return resolve(read);
         const status = res.statusCode ?? 502;
         s3ErrorCode(res).then(
