@@ -65,9 +65,10 @@ export class PresignedUrlReader {
         answered = true;
         const read = objectReadOf(res);
         const expected = range ? range.end - range.start + 1 : undefined;
-        // A store that ignored the Range (200) or answered another length would put other bytes under the
-        // client's Content-Length: refused before a byte is sent.
-        if (read && expected !== undefined && (read.status !== 206 || read.contentLength !== expected)) {
+        // A store that ignored the Range, or answered another length, would put other bytes under the client's
+        // Content-Length: refused before a byte is sent. (A 200 for a range that is the whole object is fine.)
+        const sameBytes = read?.contentLength === expected && (read?.status === 206 || range?.start === 0);
+        if (read && expected !== undefined && !sameBytes) {
           res.destroy();
           failed({ status: read.status, code: `answered ${read.contentLength} bytes for a range of ${expected}` });
           return reject(unavailable());
