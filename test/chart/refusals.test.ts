@@ -46,6 +46,16 @@ describe('the chart refuses to render', () => {
     );
   });
 
+  it('with a pool told to read straight from S3 whose egress policy does not let it reach S3', async () => {
+    const production = ciValues('production') as { workers: { pools: Array<Record<string, unknown>> } };
+    const pools = production.workers.pools.map((pool) =>
+      pool.name === 'preview' ? { ...pool, egress: true, env: { STORAGE_DIRECT_READS: 'true' } } : pool,
+    );
+    expect(await renderFailure({ values: 'production', overrides: { workers: { pools } } })).toMatch(
+      /workers.pools\[preview\]: env.STORAGE_DIRECT_READS is true but the pool's egress policy/,
+    );
+  });
+
   it('with values the schema does not allow (an unknown queue, a misspelt key)', async () => {
     expect(await renderFailure({ values: 'minimal', set: { 'redis.hots': 'x' } })).toMatch(
       /additional properties 'hots' not allowed|hots/,

@@ -214,6 +214,12 @@ export const workerConfigSchema = z.object({
   ...database,
   ...redis,
   ...storageClient,
+  /**
+   * Archive builds and previews read object bytes straight from S3 through URLs the storage service signs,
+   * as the gateway does. Off by default: the chart's worker egress policy lets a pool reach only the storage
+   * service, Postgres and Redis; give the pool a route to S3_ENDPOINT before turning it on.
+   */
+  STORAGE_DIRECT_READS: boolean(false),
   LOG_LEVEL: logLevel,
   HOST: z.string().default('0.0.0.0'),
   WORKER_PORT: integer(8082, 1, 65535),

@@ -9,13 +9,13 @@ import { PresignedUrlReader } from '../storage/presigned-url-reader';
 import { StorageClient } from '../storage/storage.client';
 import { JobBus } from './job-bus';
 
-interface PlatformConfig {
+export interface PlatformConfig {
   REDIS_URL: string;
   REDIS_KEY_PREFIX: string;
   REDIS_PASSWORD?: string;
   STORAGE_URL: string;
   STORAGE_TOKEN: string;
-  /** The gateway's: reads straight from S3 through signed URLs (the worker may reach only the storage service). */
+  /** Reads straight from S3 through URLs the storage service signs (on by default in the gateway only). */
   STORAGE_DIRECT_READS?: boolean;
   UHP_IDLE_TIMEOUT_MS: number;
 }
@@ -26,24 +26,24 @@ interface PlatformConfig {
  * with /healthz and /readyz over all three. `failFastOnRedisDown`: a request path must not wait for
  * Redis (the gateway); a worker may queue commands until it is back.
  */
+/** The storage service's client as a service's configuration asks for it: reads relayed, or straight from S3. */
+export function storageClientOf(config: PlatformConfig, logger: AppLogger): StorageClient {
+  return new StorageClient({
+    baseUrl: config.STORAGE_URL,
+    token: config.STORAGE_TOKEN,
+    directReads: config.STORAGE_DIRECT_READS
+      ? new PresignedUrlReader({
+          idleTimeoutMs: config.UHP_IDLE_TIMEOUT_MS,
+          onFailure: (failure) => logger.error(failure, 'S3 read through a signed URL failed'),
+        })
+      : undefined,
+  });
+}
+
 @Module({})
 export class PlatformIoModule {
   static forRoot(options: { failFastOnRedisDown: boolean }): DynamicModule {
-    const storageClient = {
-      provide: StorageClient,
-      useFactory: (config: PlatformConfig, logger: AppLogger) =>
-        new StorageClient({
-          baseUrl: config.STORAGE_URL,
-          token: config.STORAGE_TOKEN,
-          directReads: config.STORAGE_DIRECT_READS
-            ? new PresignedUrlReader({
-                idleTimeoutMs: config.UHP_IDLE_TIMEOUT_MS,
-                onFailure: (failure) => logger.error(failure, 'S3 read through a signed URL failed'),
-              })
-            : undefined,
-        }),
-      inject: [APP_CONFIG, LOGGER],
-    };
+    const storageClient = { provide: StorageClient, useFactory: storageClientOf, inject: [APP_CONFIG, LOGGER] };
     const objectStore = { provide: ObjectStore, useExisting: StorageClient };
     const queues = [
       BullModule.forRootAsync({

@@ -85,6 +85,11 @@ export class StorageClient extends ObjectStore {
     this.base = new URL(options.baseUrl);
   }
 
+  /** Whether reads go straight to S3 (through signed URLs) rather than through the storage service. */
+  get readsDirectly(): boolean {
+    return this.options.directReads !== undefined;
+  }
+
   private headers(extra: Record<string, string | number> = {}): Record<string, string | number> {
     const requestId = currentRequestId();
     return {
