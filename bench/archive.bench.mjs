@@ -275,6 +275,23 @@ ${rows.join('\n')}
 `;
 }
 
+/**
+ * Waits until the worker has purged every object a deleted session left (this run's previous size, or an
+ * earlier run stopped before its worker got to them): those purges would otherwise run during the build and
+ * count in the worker's and storage's CPU.
+ */
+async function waitForPurges() {
+  const deadline = Date.now() + 10 * 60_000;
+  for (let said = false; ;) {
+    const { rows } = await db.query(`SELECT count(*)::int AS n FROM stored_objects WHERE status = 'PURGING'`);
+    if (rows[0].n === 0) return;
+    if (Date.now() > deadline) throw new Error(`${rows[0].n} objects still purging after 10 minutes`);
+    if (!said) process.stderr.write(`bench: waiting for the worker to purge ${rows[0].n} deleted objects ...\n`);
+    said = true;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
 async function main() {
   const machine = `${cpus().length} cores (${cpus()[0]?.model.trim()}), ${(totalmem() / GiB).toFixed(1)} GiB RAM, Node ${process.version}; S3: ${S3.endpoint}`;
   await ensureEmptyBucket();
@@ -284,6 +301,7 @@ async function main() {
     for (const size of sizes) {
       process.stderr.write(`bench: ${size.label}: writing ${FILES} artifacts ...\n`);
       const { session, keys } = await makeSession(size.bytes);
+      await waitForPurges();
       const floorBefore = await readAllFromS3(keys);
       process.stderr.write(`bench: ${size.label}: floor ${floorBefore.seconds.toFixed(2)} s; building ...\n`);
       const build = await buildArchive(session.id);
