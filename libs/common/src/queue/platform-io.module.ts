@@ -20,12 +20,6 @@ export interface PlatformConfig {
   UHP_IDLE_TIMEOUT_MS: number;
 }
 
-/**
- * What the gateway and the worker both reach: the object store (the storage service), the job bus
- * (Redis) and Postgres,
- * with /healthz and /readyz over all three. `failFastOnRedisDown`: a request path must not wait for
- * Redis (the gateway); a worker may queue commands until it is back.
- */
 /** The storage service's client as a service's configuration asks for it: reads relayed, or straight from S3. */
 export function storageClientOf(config: PlatformConfig, logger: AppLogger): StorageClient {
   return new StorageClient({
@@ -40,6 +34,12 @@ export function storageClientOf(config: PlatformConfig, logger: AppLogger): Stor
   });
 }
 
+/**
+ * What the gateway and the worker both reach: the object store (the storage service), the job bus
+ * (Redis) and Postgres,
+ * with /healthz and /readyz over all three. `failFastOnRedisDown`: a request path must not wait for
+ * Redis (the gateway); a worker may queue commands until it is back.
+ */
 @Module({})
 export class PlatformIoModule {
   static forRoot(options: { failFastOnRedisDown: boolean }): DynamicModule {
