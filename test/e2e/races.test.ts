@@ -97,6 +97,34 @@ describe('races between deletes, copies and commits', () => {
     }
   });
 
+  it(`${PARALLEL} downloads straight from S3 racing the file's delete and purge, 5 rounds: each is the whole file, a 404 or a cut, never a short 200; then nothing is left`, async () => {
+    for (let round = 0; round < 5; round++) {
+      const data = randomBytes(2 * 1024 * 1024 + round);
+      const file = await upload(`raced-${round}.bin`, data);
+      const objectId = await objectOfFile(file.id);
+      const {
+        rows: [{ storage_key: key }],
+      } = await db.query('SELECT storage_key FROM stored_objects WHERE id = $1', [objectId]);
+      const outcomes = await Promise.all(
+        Array.from({ length: PARALLEL }, (_, i) =>
+          i === PARALLEL / 2
+            ? api('DELETE', `/v1/files/${file.id}`).then((res) => `delete ${res.status}`)
+            : api('GET', `/v1/files/${file.id}/content`).then(
+                (res) => (res.status === 200 ? (res.body.equals(data) ? 'whole' : 'short 200') : String(res.status)),
+                () => 'cut',
+              ),
+        ),
+      );
+      expect(outcomes.filter((outcome) => outcome.startsWith('delete'))).toEqual(['delete 200']);
+      for (const outcome of outcomes.filter((o) => !o.startsWith('delete')))
+        expect(['whole', '404', 'cut']).toContain(outcome);
+      await purgesSettled([objectId]);
+      expect(await objectExists(key)).toBe(false);
+      expect(await miscountedObjects([objectId])).toEqual([]);
+      expect((await api('GET', `/v1/files/${file.id}/content`)).status).toBe(404);
+    }
+  });
+
   it('deleting a container file, its container and its session at once: each goes once, the uploaded file keeps its bytes', async () => {
     const data = randomBytes(30_000);
     const file = await upload('kept.bin', data);
