@@ -1,4 +1,3 @@
-import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import type {
   CompletedBlocksReceipt,
@@ -19,18 +18,6 @@ export interface ObjectRead {
   body: Readable;
   contentLength: number;
   contentRange?: string;
-}
-
-/** An HTTP answer carrying object bytes (200, or 206 for a range) as an ObjectRead; null for any other status. */
-export function objectReadOf(res: IncomingMessage): ObjectRead | null {
-  const status = res.statusCode;
-  if (status !== 200 && status !== 206) return null;
-  return {
-    status,
-    body: res,
-    contentLength: Number(res.headers['content-length'] ?? -1),
-    contentRange: res.headers['content-range'],
-  };
 }
 
 export interface PutOptions {

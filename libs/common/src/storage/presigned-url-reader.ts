@@ -1,7 +1,8 @@
 import { Agent as HttpAgent, type ClientRequest, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { ApiError } from '../errors/api-error';
-import { type ByteRange, type ObjectRead, objectReadOf } from './object-store';
+import { closedWhileIdle, objectReadOf } from './http-exchange';
+import type { ByteRange, ObjectRead } from './object-store';
 
 /** Why a read from S3 failed, for the log: never the URL itself, whose query is a bearer credential. */
 export interface S3ReadFailure {
@@ -90,8 +91,7 @@ export class PresignedUrlReader {
       req.on('error', (error: NodeJS.ErrnoException) => {
         // Once S3 answered, a failure is the body's: whoever reads it sees the error (and logs it).
         if (answered) return;
-        // A kept-alive socket S3 closed just as this request went out on it: the request never reached S3.
-        if (!retried && req.reusedSocket && error.code === 'ECONNRESET') {
+        if (!retried && closedWhileIdle(req, error)) {
           resolve(this.open(url, range, true));
           return;
         }

@@ -1,4 +1,4 @@
-import { Agent, type ClientRequest, type IncomingMessage, request } from 'node:http';
+import { Agent, type IncomingMessage, request } from 'node:http';
 import type { Readable } from 'node:stream';
 import {
   type CompletedBlocksReceipt,
@@ -16,7 +16,8 @@ import {
 } from '@app/contracts';
 import { ApiError } from '../errors/api-error';
 import { currentRequestId, REQUEST_ID_HEADER } from '../logging/request-context';
-import { type ByteRange, type ObjectRead, objectReadOf, ObjectStore, type PutOptions } from './object-store';
+import { closedWhileIdle, objectReadOf } from './http-exchange';
+import { type ByteRange, type ObjectRead, ObjectStore, type PutOptions } from './object-store';
 import type { PresignedUrlReader } from './presigned-url-reader';
 
 export interface StorageClientOptions {
@@ -60,12 +61,20 @@ function storageError(status: number, text: string): ApiError {
   return unavailable();
 }
 
-/**
- * A kept-alive socket that the storage service closed just as this request went out on it: the request never
- * reached a handler, so one that is safe to repeat is sent again on a fresh socket (as Node's docs advise).
- */
-function closedWhileIdle(req: ClientRequest, error: Error): boolean {
-  return req.reusedSocket && (error as NodeJS.ErrnoException).code === 'ECONNRESET';
+/** A JSON answer of the storage service: the document on 200, else the error its status and body name. */
+async function jsonAnswer<T>(res: IncomingMessage): Promise<T> {
+  let text: string;
+  try {
+    text = await readText(res);
+  } catch {
+    throw unavailable();
+  }
+  if (res.statusCode !== 200) throw storageError(res.statusCode ?? 502, text);
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    throw unavailable();
+  }
 }
 
 /**
@@ -196,19 +205,7 @@ export class StorageClient extends ObjectStore {
   private fetchJson<T>(path: string, retried: boolean): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const req = request(this.url(path), { method: 'GET', agent: this.agent, headers: this.headers() });
-      req.on('response', (res) => {
-        readText(res).then(
-          (text) => {
-            if (res.statusCode !== 200) return reject(storageError(res.statusCode ?? 502, text));
-            try {
-              resolve(JSON.parse(text) as T);
-            } catch {
-              reject(unavailable());
-            }
-          },
-          () => reject(unavailable()),
-        );
-      });
+      req.on('response', (res) => jsonAnswer<T>(res).then(resolve, reject));
       req.on('error', (error) => {
         if (!retried && closedWhileIdle(req, error)) resolve(this.fetchJson<T>(path, true));
         else reject(unavailable());
@@ -278,12 +275,7 @@ export class StorageClient extends ObjectStore {
         agent: this.agent,
         headers: this.headers({ 'content-type': 'application/json', 'content-length': body.length, ...extraHeaders }),
       });
-      req.on('response', (res) => {
-        readText(res).then((text) => {
-          if (res.statusCode === 200) resolve(JSON.parse(text) as T);
-          else reject(storageError(res.statusCode ?? 502, text));
-        }, reject);
-      });
+      req.on('response', (res) => jsonAnswer<T>(res).then(resolve, reject));
       req.on('error', () => reject(unavailable()));
       req.end(body);
     });
