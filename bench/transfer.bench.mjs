@@ -2,7 +2,8 @@
 /**
  * Transfer benchmark: upload and download of large files through the gateway (gateway → storage → S3)
  * side by side with a direct @aws-sdk/lib-storage upload and GetObject download of the same bytes to
- * the same S3 server, in one run. Prints throughput ratios (ours / direct) and the peak RSS of the
+ * the same S3 server, and (uploads) with two bare Node hops doing the same work (bench/support/bare-hops.mjs),
+ * in one run. Prints throughput ratios (ours / direct) and the peak RSS of the
  * gateway and storage processes during the transfers; writes the figures into docs/benchmarks.md.
  *
  *   node bench/transfer.bench.mjs [SIZES]      (normally through `npm run bench`, i.e. bench/run.sh)
@@ -16,6 +17,7 @@
  * S3_PART_SIZE_BYTES / S3_UPLOAD_QUEUE_SIZE: passed to the storage service and used by the direct side.
  * BENCH_SERVICE_ENV: extra "K=V,K=V" for the three services only (e.g. MALLOC_ARENA_MAX=2).
  * BENCH_NODE_ARGS: extra node options for the three services (e.g. "--cpu-prof --cpu-prof-dir=bench/results/prof").
+ * BENCH_BARE_NODE_ARGS: the same for the two bare hops (bench/support/bare-hops.mjs), e.g. "--trace-gc".
  *
  * This is a measurement, not a test: nothing here asserts wall-clock time. It exits non-zero only when
  * a transfer fails or the bytes do not match.
@@ -58,6 +60,7 @@ import {
   ServiceStack,
   writeDocsSection,
 } from './support/stack.mjs';
+import { startBareHops } from './support/bare-hops.mjs';
 
 const RESULTS_DIR = join(ROOT, 'bench', 'results');
 const require = createRequire(import.meta.url);
@@ -352,8 +355,8 @@ function readBody(res) {
   });
 }
 
-/** POST /v1/files, multipart/form-data, chunked, streamed with node:http. */
-function gatewayUpload(size, filename) {
+/** POST /v1/files, multipart/form-data, chunked, streamed with node:http (to `port`: the bare hops take it too). */
+function gatewayUpload(size, filename, port = PORT_BASE) {
   const boundary = `----uhp-bench-${randomBytes(16).toString('hex')}`;
   const head = Buffer.from(
     `--${boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nuser_data\r\n` +
@@ -368,7 +371,7 @@ function gatewayUpload(size, filename) {
   return new Promise((done, fail) => {
     const req = request({
       host: '127.0.0.1',
-      port: PORT_BASE,
+      port,
       path: '/v1/files',
       method: 'POST',
       agent: gatewayAgent,
@@ -472,11 +475,14 @@ async function main() {
   await ensureBucket(s3);
   await emptyBucket();
   await stack.start();
+  const bare = await startBareHops({ port: PORT_BASE + 30, ...settings, s3: S3 });
   const pids = { gateway: stack.pid('gateway'), storage: stack.pid('storage'), worker: stack.pid('worker') };
   const monitor = new Monitor({ gateway: pids.gateway, storage: pids.storage }, () => ({
     gateway: pids.gateway,
     storage: pids.storage,
     worker: pids.worker,
+    'bare front': bare.pids.front,
+    'bare back': bare.pids.back,
     ...cephPids(),
   }));
   console.log(
@@ -503,6 +509,8 @@ async function main() {
       await directUpload(`bench/warmup-${runId}`, size, settings);
       directKeys.push(`bench/warmup-${runId}`);
       await directDownload(`bench/warmup-${runId}`, size);
+      await gatewayUpload(size, `warmup-${runId}.bin`, PORT_BASE + 30);
+      directKeys.push(`bench/bare-warmup-${runId}.bin`);
     }
 
     for (const { label, bytes: size } of sizes) {
@@ -514,7 +522,7 @@ async function main() {
         `\nbench: ${label} (${size} bytes, sha256 ${sha256.slice(0, 16)}…), ${reps} repetitions; idle RSS gateway ${fmt(mb(idleRss[label].gateway))} MB, storage ${fmt(mb(idleRss[label].storage))} MB`,
       );
       for (let rep = 0; rep < reps; rep++) {
-        const order = rep % 2 === 0 ? ['direct', 'ours'] : ['ours', 'direct'];
+        const order = rep % 2 === 0 ? ['direct', 'ours', 'bare'] : ['bare', 'ours', 'direct'];
         for (const side of order) {
           let up;
           let down;
@@ -534,6 +542,7 @@ async function main() {
             ['upload', up],
             ['download', down],
           ]) {
+            if (!m) continue; // the bare hops only upload
             const run = {
               size: label,
               bytes: size,
@@ -555,7 +564,11 @@ async function main() {
             const rss =
               side === 'ours' ? `  RSS gw ${fmt(mb(m.peakRss.gateway), 0)} st ${fmt(mb(m.peakRss.storage), 0)} MB` : '';
             const cpu = Object.entries(m.cpu)
-              .filter(([n]) => side === 'ours' || !['gateway', 'storage', 'worker'].includes(n))
+              .filter(
+                ([n]) =>
+                  (side === 'ours' || !['gateway', 'storage', 'worker'].includes(n)) &&
+                  (side === 'bare' || !n.startsWith('bare')),
+              )
               .map(([n, v]) => `${n.replace('ceph-', '')} ${fmt(v, 1)}`)
               .join(' ');
             const faults = side === 'ours' ? `  faults gw ${m.faults.gateway} st ${m.faults.storage}` : '';
@@ -571,12 +584,20 @@ async function main() {
     for (const id of gatewayFiles) await gatewayDelete(id);
     for (const key of directKeys)
       await s3.send(new DeleteObjectCommand({ Bucket: S3.bucket, Key: key })).catch(() => undefined);
+    bare.stop();
     await stack.stop();
     await emptyBucket().catch((error) => console.warn(`bench: could not empty ${S3.bucket}: ${error}`));
   }
 
   /** One upload then one download of the same bytes, on one side; each measured on its own. */
   async function transferBoth(side, label, size, sha256, rep) {
+    if (side === 'bare') {
+      const filename = `${runId}-${label}-${rep}.bin`;
+      directKeys.push(`bench/bare-${filename}`);
+      const up = await measure(monitor, () => gatewayUpload(size, filename, PORT_BASE + 30));
+      up.ok = up.result.bytes === size && up.result.sha256 === sha256;
+      return [up, null];
+    }
     if (side === 'direct') {
       const key = `bench/direct-${runId}-${label}-${rep}`;
       directKeys.push(key);
@@ -632,6 +653,7 @@ function summarize(runs, idleRss, clientDataCpu) {
       const pick = (side) => runs.filter((r) => r.size === label && r.direction === direction && r.side === side);
       const direct = pick('direct');
       const ours = pick('ours');
+      const bare = pick('bare');
       const directMBs = median(direct.map((r) => r.mbPerSecond));
       const oursMBs = median(ours.map((r) => r.mbPerSecond));
       const cpuPerGiB = (rs) => {
@@ -658,12 +680,22 @@ function summarize(runs, idleRss, clientDataCpu) {
           storage: Math.max(...ours.map((r) => r.peakAnon.storage)),
         },
         idleRss: idleRss[label],
-        cpuPerGiB: { direct: cpuPerGiB(direct), ours: cpuPerGiB(ours) },
+        cpuPerGiB: { direct: cpuPerGiB(direct), ours: cpuPerGiB(ours), bare: bare.length ? cpuPerGiB(bare) : null },
         cpuRatio: cpuTotal(cpuPerGiB(direct)) / cpuTotal(cpuPerGiB(ours)),
         // The headline: our two services' CPU per GiB over the direct SDK client's own (its data work taken off).
         clientDataCpu: clientDataCpu[label][direction],
         sdkCpu: Math.max(0.01, (cpuPerGiB(direct).client ?? NaN) - clientDataCpu[label][direction]),
         servicesCpu: (cpuPerGiB(ours).gateway ?? NaN) + (cpuPerGiB(ours).storage ?? NaN),
+        // The same work done by two bare Node hops (bench/support/bare-hops.mjs): uploads only.
+        bare: bare.length
+          ? {
+              front: cpuPerGiB(bare)['bare front'],
+              back: cpuPerGiB(bare)['bare back'],
+              cpu: cpuPerGiB(bare)['bare front'] + cpuPerGiB(bare)['bare back'],
+              mbPerSecond: median(bare.map((r) => r.mbPerSecond)),
+              reps: bare.length,
+            }
+          : null,
         faultsPerGiB: Object.fromEntries(
           ['gateway', 'storage'].map((n) => [
             n,
@@ -673,6 +705,7 @@ function summarize(runs, idleRss, clientDataCpu) {
         machineBusy: {
           direct: median(direct.map((r) => r.machineBusyFraction)),
           ours: median(ours.map((r) => r.machineBusyFraction)),
+          bare: bare.length ? median(bare.map((r) => r.machineBusyFraction)) : NaN,
         },
       });
     }
@@ -683,31 +716,32 @@ function summarize(runs, idleRss, clientDataCpu) {
 function renderTable(summary) {
   const rows = [
     '| size | direction | **CPU/GiB gateway + storage ÷ direct SDK client** | gateway + storage s/GiB | direct client ' +
-      's/GiB | direct MB/s (min–max) | ours MB/s (min–max) | ours / direct | CPU direct / ours (all processes) | peak ' +
-      'RSS gateway | peak RSS storage | runs each |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+      's/GiB | two bare Node hops s/GiB | gateway + storage ÷ bare hops | direct MB/s (min–max) | ours MB/s (min–max) | ' +
+      'ours / direct | CPU direct / ours (all processes) | peak RSS gateway | peak RSS storage | runs each |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   const range = (xs) => (xs.length > 1 ? ` (${fmt(Math.min(...xs), 0)}–${fmt(Math.max(...xs), 0)})` : '');
   for (const s of summary) {
     rows.push(
-      `| ${s.size} | ${s.direction} | **${fmt(s.servicesCpu / s.sdkCpu, 2)}** | ${fmt(s.servicesCpu, 2)} | ${fmt(s.sdkCpu, 2)} | ${fmt(s.directMBs)}${range(s.directAllMBs)} | ${fmt(s.oursMBs)}${range(s.oursAllMBs)} | ${fmt(s.ratio, 2)} | ${fmt(s.cpuRatio, 2)} | ${fmt(mb(s.peakRss.gateway))} MB | ${fmt(mb(s.peakRss.storage))} MB | ${s.reps.ours} |`,
+      `| ${s.size} | ${s.direction} | **${fmt(s.servicesCpu / s.sdkCpu, 2)}** | ${fmt(s.servicesCpu, 2)} | ${fmt(s.sdkCpu, 2)} | ${s.bare ? `${fmt(s.bare.cpu, 2)} (${fmt(s.bare.front, 2)} + ${fmt(s.bare.back, 2)})` : '–'} | ${s.bare ? fmt(s.servicesCpu / s.bare.cpu, 2) : '–'} | ${fmt(s.directMBs)}${range(s.directAllMBs)} | ${fmt(s.oursMBs)}${range(s.oursAllMBs)} | ${fmt(s.ratio, 2)} | ${fmt(s.cpuRatio, 2)} | ${fmt(mb(s.peakRss.gateway))} MB | ${fmt(mb(s.peakRss.storage))} MB | ${s.reps.ours} |`,
     );
   }
   return rows.join('\n');
 }
 
 function renderCpuTable(summary) {
-  const names = ['client', 'gateway', 'storage', 'radosgw', 'ceph-osd', 'worker', 'other'];
+  const names = ['client', 'gateway', 'storage', 'bare front', 'bare back', 'radosgw', 'ceph-osd', 'worker', 'other'];
+  const ownProcesses = { direct: [], ours: ['gateway', 'storage', 'worker'], bare: ['bare front', 'bare back'] };
   const rows = [
     `| size | direction | side | ${names.join(' | ')} | machine busy | page faults/GiB gateway, storage |`,
     `|---|---|---|${names.map(() => '---:').join('|')}|---:|---:|`,
   ];
   for (const s of summary) {
-    for (const side of ['direct', 'ours']) {
+    for (const side of ['direct', 'ours', 'bare']) {
       const c = s.cpuPerGiB[side];
-      const cells = names.map((n) =>
-        side === 'direct' && (n === 'gateway' || n === 'storage' || n === 'worker') ? '–' : fmt(c[n], 2),
-      );
+      if (!c) continue;
+      const someonesOwn = Object.values(ownProcesses).flat();
+      const cells = names.map((n) => (someonesOwn.includes(n) && !ownProcesses[side].includes(n) ? '–' : fmt(c[n], 2)));
       const faults =
         side === 'ours' ? `${fmt(s.faultsPerGiB.gateway / 1000, 0)}k, ${fmt(s.faultsPerGiB.storage / 1000, 0)}k` : '–';
       rows.push(
@@ -735,6 +769,18 @@ function renderReading(summary) {
     lines.push(
       `- **${direction}, CPU per GiB of gateway + storage ÷ direct SDK client: ${ratios.join(', ')}** — target ≤ ${CPU_TARGET[direction]} ${met ? 'met' : 'missed'}.`,
     );
+    const withBare = rs.filter((s) => s.bare);
+    if (withBare.length)
+      lines.push(
+        `- ${direction}, the floor: two bare Node hops doing the same work (busboy, one chunked PUT, SHA-256, part buffers, UploadPart) cost ${withBare
+          .map(
+            (s) =>
+              `${fmt(s.bare.cpu, 2)} s/GiB at ${s.size} (front ${fmt(s.bare.front, 2)}, back ${fmt(s.bare.back, 2)}; ${fmt(s.bare.cpu / s.sdkCpu, 2)}× the direct SDK client; ${fmt(s.bare.mbPerSecond)} MB/s)`,
+          )
+          .join(
+            ', ',
+          )}; our gateway + storage cost ${withBare.map((s) => `${fmt(s.servicesCpu / s.bare.cpu, 2)}× that at ${s.size}`).join(', ')}.`,
+      );
   }
   for (const direction of ['upload', 'download']) {
     const rs = summary.filter((s) => s.direction === direction);
@@ -834,6 +880,11 @@ worker :${PORT_BASE + 2}, LOG_LEVEL=warn) and, for each size, alternates two way
 - **direct**: \`@aws-sdk/lib-storage\` \`Upload\` straight to the same bucket with the storage service's own client
   settings (part size ${settings.partSize / MiB} MiB, queue size ${settings.queueSize}, no per-part checksums, keep-alive agent); then
   \`GetObjectCommand\` with the \`Body\` stream read to the end.
+- **bare** (uploads only): the same \`POST\` body to two bare Node processes (\`bench/support/bare-hops.mjs\`)
+  doing exactly the work our two services must do for it and nothing else: busboy, one chunked PUT to the
+  second, which hashes every byte (SHA-256), copies it into reused ${settings.partSize / MiB} MiB part buffers and sends them
+  as \`UploadPart\`s (queue ${settings.queueSize}) with the storage service's client settings. No framework, database,
+  logging, metrics or limits: the floor under two hops on this machine, measured in the same run.
 
 Before the first size, one unmeasured transfer of ${(settings.queueSize + 2) * (settings.partSize / MiB)} MiB each way on each side warms up connections,
 JIT and every part buffer an upload holds at once. Every download is compared byte for byte with the generated

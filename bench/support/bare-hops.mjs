@@ -1,0 +1,209 @@
+/**
+ * The floor under our upload path, built from nothing but Node and the libraries that path cannot do
+ * without: two bare HTTP hops doing the very work the gateway and the storage service must do for a
+ * `POST /v1/files`, and nothing else (no framework, no database, no logging, no metrics, no limits).
+ *
+ * - **front** (the gateway's share): parses the multipart/form-data body with busboy, as the gateway does,
+ *   and streams the file part to `back` in one chunked PUT over a keep-alive connection.
+ * - **back** (the storage service's share): SHA-256 of every byte, the bytes copied into part buffers
+ *   reused for the whole run, each full buffer sent as an S3 `UploadPart` (up to `queueSize` at once) by an
+ *   `@aws-sdk/client-s3` client with the storage service's settings (keep-alive, no per-part checksums,
+ *   `UNSIGNED-PAYLOAD` since the body is hashed once already), then `CompleteMultipartUpload`. Answers
+ *   `{ bytes, sha256 }`.
+ *
+ * The transfer benchmark runs it beside ours and the direct SDK client, in the same run, so the CPU our two
+ * services spend per GiB can be read against what two Node hops cost on this machine at the least.
+ *
+ *   startBareHops({ port, partSize, queueSize, s3 }) → { url, pids: { front, back }, stop() }
+ */
+import { fork } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import http from 'node:http';
+import { fileURLToPath } from 'node:url';
+
+const SELF = fileURLToPath(import.meta.url);
+
+export async function startBareHops({ port, partSize, queueSize, s3 }) {
+  const settings = JSON.stringify({ port, partSize, queueSize, s3 });
+  const children = [];
+  const start = (role) =>
+    new Promise((resolve, reject) => {
+      const child = fork(SELF, [role, settings], {
+        execArgv: (process.env.BENCH_BARE_NODE_ARGS ?? '').split(' ').filter(Boolean),
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      });
+      children.push(child);
+      child.once('message', () => resolve(child));
+      child.once('exit', (code) => reject(new Error(`bare ${role} hop exited with ${code} during start`)));
+    });
+  const back = await start('back');
+  const front = await start('front');
+  return {
+    url: `http://127.0.0.1:${port}`,
+    pids: { front: front.pid, back: back.pid },
+    stop: () => {
+      for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+    },
+  };
+}
+
+function runFront({ port }) {
+  // Loaded here so that importing this module costs the benchmark nothing.
+  return import('busboy').then(({ default: busboy }) => {
+    const agent = new http.Agent({ keepAlive: true });
+    http
+      .createServer((req, res) => {
+        const fail = (error) => {
+          if (!res.headersSent) res.writeHead(500).end(String(error?.message ?? error));
+        };
+        const parser = busboy({ headers: req.headers });
+        parser.on('file', (_name, file, info) => {
+          const forward = http.request({
+            host: '127.0.0.1',
+            port: port + 1,
+            method: 'PUT',
+            path: `/${encodeURIComponent(`bench/bare-${info.filename}`)}`,
+            agent,
+            headers: { 'content-type': 'application/octet-stream', 'transfer-encoding': 'chunked' },
+          });
+          forward.on('response', (answer) => {
+            const chunks = [];
+            answer.on('data', (c) => chunks.push(c));
+            answer.on('end', () => {
+              if (!res.headersSent)
+                res.writeHead(answer.statusCode, { 'content-type': 'application/json' }).end(Buffer.concat(chunks));
+            });
+          });
+          forward.on('error', fail);
+          file.pipe(forward);
+        });
+        parser.on('error', fail);
+        req.pipe(parser);
+      })
+      .listen(port, '127.0.0.1', () => process.send('up'));
+  });
+}
+
+async function runBack({ port, partSize, queueSize, s3: s3Settings }) {
+  const {
+    S3Client,
+    CreateMultipartUploadCommand,
+    UploadPartCommand,
+    CompleteMultipartUploadCommand,
+    AbortMultipartUploadCommand,
+    PutObjectCommand,
+  } = await import('@aws-sdk/client-s3');
+  const s3 = new S3Client({
+    endpoint: s3Settings.endpoint,
+    region: s3Settings.region,
+    forcePathStyle: true,
+    credentials: { accessKeyId: s3Settings.accessKeyId, secretAccessKey: s3Settings.secretAccessKey },
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    requestHandler: { httpAgent: new http.Agent({ keepAlive: true, maxSockets: 16 }) },
+  });
+  s3.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName === 'UploadPartCommand' || context.commandName === 'PutObjectCommand')
+        args.request.headers['x-amz-content-sha256'] = 'UNSIGNED-PAYLOAD';
+      return next(args);
+    },
+    { step: 'build', name: 'bareUnsignedPayload' },
+  );
+  const spare = [];
+  const take = () => spare.pop() ?? Buffer.allocUnsafeSlow(partSize);
+  const Bucket = s3Settings.bucket;
+
+  async function store(Key, body) {
+    const hash = createHash('sha256');
+    let bytes = 0;
+    let uploadId = null;
+    let creating = null;
+    const parts = [];
+    const inFlight = new Set();
+    let buffer = take();
+    let filled = 0;
+    const send = async (part, length, PartNumber) => {
+      try {
+        // One CreateMultipartUpload however many parts are waiting for it.
+        creating ??= s3
+          .send(new CreateMultipartUploadCommand({ Bucket, Key }))
+          .then((out) => (uploadId = out.UploadId));
+        await creating;
+        const out = await s3.send(
+          new UploadPartCommand({
+            Bucket,
+            Key,
+            UploadId: uploadId,
+            PartNumber,
+            Body: part.subarray(0, length),
+            ContentLength: length,
+          }),
+        );
+        parts.push({ PartNumber, ETag: out.ETag });
+      } finally {
+        spare.push(part);
+      }
+    };
+    let partNumber = 0;
+    try {
+      for await (const chunk of body) {
+        hash.update(chunk);
+        bytes += chunk.length;
+        let offset = 0;
+        while (offset < chunk.length) {
+          const copied = chunk.copy(buffer, filled, offset);
+          filled += copied;
+          offset += copied;
+          if (filled === partSize) {
+            while (inFlight.size >= queueSize) await Promise.race(inFlight);
+            const sending = send(buffer, filled, ++partNumber);
+            inFlight.add(sending);
+            sending.finally(() => inFlight.delete(sending)).catch(() => undefined);
+            buffer = take();
+            filled = 0;
+          }
+        }
+      }
+      if (partNumber === 0) {
+        await s3.send(new PutObjectCommand({ Bucket, Key, Body: buffer.subarray(0, filled), ContentLength: filled }));
+        spare.push(buffer);
+      } else {
+        if (filled > 0) inFlight.add(send(buffer, filled, ++partNumber));
+        else spare.push(buffer);
+        await Promise.all(inFlight);
+        parts.sort((a, b) => a.PartNumber - b.PartNumber);
+        await s3.send(
+          new CompleteMultipartUploadCommand({ Bucket, Key, UploadId: uploadId, MultipartUpload: { Parts: parts } }),
+        );
+      }
+      return { bytes, sha256: hash.digest('hex') };
+    } catch (error) {
+      await Promise.allSettled(inFlight);
+      await creating?.catch(() => undefined);
+      if (uploadId)
+        await s3.send(new AbortMultipartUploadCommand({ Bucket, Key, UploadId: uploadId })).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  const server = http.createServer((req, res) => {
+    store(decodeURIComponent(req.url.slice(1)), req).then(
+      (receipt) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(receipt)),
+      (error) =>
+        res
+          .writeHead(500)
+          .end(
+            `${error?.name ?? 'Error'} (S3 status ${error?.$metadata?.httpStatusCode ?? 'none'}): ${error?.message ?? error}`,
+          ),
+    );
+  });
+  // The benchmark's transfers on the other sides take longer than Node's default 5 s: a connection the front
+  // keeps must not be closed under it between two of its uploads.
+  server.keepAliveTimeout = 120_000;
+  server.listen(port + 1, '127.0.0.1', () => process.send('up'));
+}
+
+const [role, settings] = process.argv[1] === SELF ? process.argv.slice(2) : [];
+if (role === 'front') await runFront(JSON.parse(settings));
+else if (role === 'back') await runBack(JSON.parse(settings));
