@@ -4,7 +4,9 @@
  * `POST /v1/files`, and nothing else (no framework, no database, no logging, no metrics, no limits).
  *
  * - **front** (the gateway's share): parses the multipart/form-data body with busboy, as the gateway does,
- *   and streams the file part to `back` in one chunked PUT over a keep-alive connection.
+ *   and streams the file part to `back` in one chunked PUT over a keep-alive connection. A `GET /read?from=URL`
+ *   is a download: it opens the URL (one the benchmark signed for the object, as the storage service signs
+ *   one for the gateway) and pipes S3's answer into its own.
  * - **back** (the storage service's share): SHA-256 of every byte, the bytes copied into part buffers
  *   reused for the whole run, each full buffer sent as an S3 `UploadPart` (up to `queueSize` at once) by an
  *   `@aws-sdk/client-s3` client with the storage service's settings (keep-alive, no per-part checksums,
@@ -56,6 +58,17 @@ function runFront({ port }) {
         const fail = (error) => {
           if (!res.headersSent) res.writeHead(500).end(String(error?.message ?? error));
         };
+        if (req.method === 'GET') {
+          // A download: the URL the benchmark signed for the object, opened and piped into the answer.
+          const from = new URL(req.url, 'http://front').searchParams.get('from');
+          http
+            .get(from, { agent }, (answer) => {
+              res.writeHead(answer.statusCode, { 'content-length': answer.headers['content-length'] });
+              answer.pipe(res);
+            })
+            .on('error', fail);
+          return;
+        }
         const parser = busboy({ headers: req.headers });
         parser.on('file', (_name, file, info) => {
           const forward = http.request({
