@@ -604,6 +604,7 @@ async function main() {
         gatewayDownload(null, size, { port: PORT_BASE + 30, path: `/read?from=${encodeURIComponent(url)}` }),
       );
       down.ok = down.result.bytes === size && down.result.contentOk && down.result.contentLength === size;
+      await forget(`bench/bare-${filename}`);
       return [up, down];
     }
     if (side === 'direct') {
@@ -614,6 +615,7 @@ async function main() {
       up.ok = Number(head.ContentLength) === size;
       const down = await measure(monitor, () => directDownload(key, size));
       down.ok = down.result.bytes === size && down.result.contentOk;
+      await forget(key);
       return [up, down];
     }
     const up = await measure(monitor, () => gatewayUpload(size, `bench-${label}-${rep}.bin`));
@@ -621,7 +623,17 @@ async function main() {
     up.ok = up.result.bytes === size && up.result.sha256 === sha256;
     const down = await measure(monitor, () => gatewayDownload(up.result.id, size));
     down.ok = down.result.bytes === size && down.result.contentOk && down.result.contentLength === size;
+    await gatewayDelete(up.result.id);
     return [up, down];
+  }
+
+  /**
+   * Each side's object goes as soon as it has been read back, not at the end: a run moves ~10 GiB, and the
+   * local Ceph OSD (20 GiB) frees deleted objects only a minute or more later (rgw gc); keeping them all
+   * filled it, and a full OSD blocks every write.
+   */
+  async function forget(key) {
+    await s3.send(new DeleteObjectCommand({ Bucket: S3.bucket, Key: key })).catch(() => undefined);
   }
 
   const summary = summarize(runs, idleRss, clientDataCpu);
