@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `npm run bench [-- SIZES]`: the transfer benchmark (gateway vs direct S3). Not part of `npm test`.
+# `npm run bench [-- SIZES]`: the transfer benchmark (gateway vs direct S3 vs bare Node hops). Not part of `npm test`.
 # `npm run bench:archive [-- SIZES]` (bash bench/run.sh archive [SIZES]): the archive benchmark
 #   (bench/archive.bench.mjs: worker build vs reading every object from S3; default 100MiB,1GiB of 1,000 files).
 #   bash bench/run.sh                 # 100MiB and 1GiB (default), writes docs/benchmarks.md

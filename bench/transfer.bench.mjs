@@ -2,9 +2,9 @@
 /**
  * Transfer benchmark: upload and download of large files through the gateway (gateway → storage → S3)
  * side by side with a direct @aws-sdk/lib-storage upload and GetObject download of the same bytes to
- * the same S3 server, and (uploads) with two bare Node hops doing the same work (bench/support/bare-hops.mjs),
- * in one run. Prints throughput ratios (ours / direct) and the peak RSS of the
- * gateway and storage processes during the transfers; writes the figures into docs/benchmarks.md.
+ * the same S3 server, and with bare Node hops doing the same work (bench/support/bare-hops.mjs), in one
+ * run. Prints CPU per GiB and throughput ratios and the peak RSS of the gateway and storage processes
+ * during the transfers; writes the figures into docs/benchmarks.md.
  *
  *   node bench/transfer.bench.mjs [SIZES]      (normally through `npm run bench`, i.e. bench/run.sh)
  *
@@ -510,8 +510,7 @@ async function main() {
       await directUpload(`bench/warmup-${runId}`, size, settings);
       directKeys.push(`bench/warmup-${runId}`);
       await directDownload(`bench/warmup-${runId}`, size);
-      await gatewayUpload(size, `warmup-${runId}.bin`, PORT_BASE + 30);
-      directKeys.push(`bench/bare-warmup-${runId}.bin`);
+      await bareTransfer(size, `warmup-${runId}.bin`, (fn) => fn());
     }
 
     for (const { label, bytes: size } of sizes) {
@@ -592,19 +591,9 @@ async function main() {
   /** One upload then one download of the same bytes, on one side; each measured on its own. */
   async function transferBoth(side, label, size, sha256, rep) {
     if (side === 'bare') {
-      const filename = `${runId}-${label}-${rep}.bin`;
-      directKeys.push(`bench/bare-${filename}`);
-      const up = await measure(monitor, () => gatewayUpload(size, filename, PORT_BASE + 30));
+      const [up, down] = await bareTransfer(size, `${runId}-${label}-${rep}.bin`, (fn) => measure(monitor, fn));
       up.ok = up.result.bytes === size && up.result.sha256 === sha256;
-      // As the gateway does: a URL signed for this one object (here by the benchmark), opened by the front.
-      const url = await getSignedUrl(s3, new GetObjectCommand({ Bucket: S3.bucket, Key: `bench/bare-${filename}` }), {
-        expiresIn: 300,
-      });
-      const down = await measure(monitor, () =>
-        gatewayDownload(null, size, { port: PORT_BASE + 30, path: `/read?from=${encodeURIComponent(url)}` }),
-      );
       down.ok = down.result.bytes === size && down.result.contentOk && down.result.contentLength === size;
-      await forget(`bench/bare-${filename}`);
       return [up, down];
     }
     if (side === 'direct') {
@@ -624,6 +613,20 @@ async function main() {
     const down = await measure(monitor, () => gatewayDownload(up.result.id, size));
     down.ok = down.result.bytes === size && down.result.contentOk && down.result.contentLength === size;
     await gatewayDelete(up.result.id);
+    return [up, down];
+  }
+
+  /** The bare hops' upload, then their download of the same object; `timed` wraps each (measure, or not). */
+  async function bareTransfer(size, filename, timed) {
+    const key = `bench/bare-${filename}`;
+    directKeys.push(key);
+    const up = await timed(() => gatewayUpload(size, filename, PORT_BASE + 30));
+    // As the gateway does: a URL signed for this one object (here by the benchmark), opened by the front.
+    const url = await getSignedUrl(s3, new GetObjectCommand({ Bucket: S3.bucket, Key: key }), { expiresIn: 300 });
+    const down = await timed(() =>
+      gatewayDownload(null, size, { port: PORT_BASE + 30, path: `/read?from=${encodeURIComponent(url)}` }),
+    );
+    await forget(key);
     return [up, down];
   }
 

@@ -1,7 +1,8 @@
 /**
- * The floor under our upload path, built from nothing but Node and the libraries that path cannot do
+ * The floor under our byte path, built from nothing but Node and the libraries that path cannot do
  * without: two bare HTTP hops doing the very work the gateway and the storage service must do for a
- * `POST /v1/files`, and nothing else (no framework, no database, no logging, no metrics, no limits).
+ * `POST /v1/files`, and the one hop a download takes, and nothing else (no framework, no database, no
+ * logging, no metrics, no limits).
  *
  * - **front** (the gateway's share): parses the multipart/form-data body with busboy, as the gateway does,
  *   and streams the file part to `back` in one chunked PUT over a keep-alive connection. A `GET /read?from=URL`
@@ -14,9 +15,10 @@
  *   `{ bytes, sha256 }`.
  *
  * The transfer benchmark runs it beside ours and the direct SDK client, in the same run, so the CPU our two
- * services spend per GiB can be read against what two Node hops cost on this machine at the least.
+ * services spend per GiB can be read against what the same work costs in bare Node on this machine.
  *
- *   startBareHops({ port, partSize, queueSize, s3 }) → { url, pids: { front, back }, stop() }
+ *   startBareHops({ port, partSize, queueSize, s3 }) → { pids: { front, back }, stop() }
+ *   (front on `port`, back on `port + 1`)
  */
 import { fork } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -41,7 +43,6 @@ export async function startBareHops({ port, partSize, queueSize, s3 }) {
   const back = await start('back');
   const front = await start('front');
   return {
-    url: `http://127.0.0.1:${port}`,
     pids: { front: front.pid, back: back.pid },
     stop: () => {
       for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
