@@ -898,7 +898,7 @@ S3: ${machine.s3}; ${machine.sdk}; commit ${machine.commit}.${
   }
 
 **What is measured.** One run starts the three services from \`dist/\` (gateway :${PORT_BASE}, storage :${PORT_BASE + 1},
-worker :${PORT_BASE + 2}, LOG_LEVEL=warn) and, for each size, alternates two ways of moving the same bytes
+worker :${PORT_BASE + 2}, LOG_LEVEL=warn) and, for each size, alternates three ways of moving the same bytes
 (a deterministic 16 MiB AES-CTR pattern in 1 MiB blocks, each stamped with its block number):
 
 - **ours**: \`POST /v1/files\` (multipart/form-data, chunked, streamed with \`node:http\`) → gateway → storage
