@@ -476,7 +476,7 @@ async function main() {
   await ensureBucket(s3);
   await emptyBucket();
   await stack.start();
-  const bare = await startBareHops({ port: PORT_BASE + 30, ...settings, s3: S3 });
+  const bare = await startBareHops({ port: PORT_BASE + 30, ...settings });
   const pids = { gateway: stack.pid('gateway'), storage: stack.pid('storage'), worker: stack.pid('worker') };
   const monitor = new Monitor({ gateway: pids.gateway, storage: pids.storage }, () => ({
     gateway: pids.gateway,
@@ -581,8 +581,7 @@ async function main() {
     }
   } finally {
     for (const id of gatewayFiles) await gatewayDelete(id);
-    for (const key of directKeys)
-      await s3.send(new DeleteObjectCommand({ Bucket: S3.bucket, Key: key })).catch(() => undefined);
+    for (const key of directKeys) await forget(key);
     bare.stop();
     await stack.stop();
     await emptyBucket().catch((error) => console.warn(`bench: could not empty ${S3.bucket}: ${error}`));

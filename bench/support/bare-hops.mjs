@@ -17,7 +17,7 @@
  * The transfer benchmark runs it beside ours and the direct SDK client, in the same run, so the CPU our two
  * services spend per GiB can be read against what the same work costs in bare Node on this machine.
  *
- *   startBareHops({ port, partSize, queueSize, s3 }) → { pids: { front, back }, stop() }
+ *   startBareHops({ port, partSize, queueSize }) → { pids: { front, back }, stop() }
  *   (front on `port`, back on `port + 1`)
  */
 import { fork } from 'node:child_process';
@@ -27,8 +27,8 @@ import { fileURLToPath } from 'node:url';
 
 const SELF = fileURLToPath(import.meta.url);
 
-export async function startBareHops({ port, partSize, queueSize, s3 }) {
-  const settings = JSON.stringify({ port, partSize, queueSize, s3 });
+export async function startBareHops({ port, partSize, queueSize }) {
+  const settings = JSON.stringify({ port, partSize, queueSize });
   const children = [];
   const start = (role) =>
     new Promise((resolve, reject) => {
@@ -98,24 +98,17 @@ function runFront({ port }) {
   });
 }
 
-async function runBack({ port, partSize, queueSize, s3: s3Settings }) {
+async function runBack({ port, partSize, queueSize }) {
   const {
-    S3Client,
     CreateMultipartUploadCommand,
     UploadPartCommand,
     CompleteMultipartUploadCommand,
     AbortMultipartUploadCommand,
     PutObjectCommand,
   } = await import('@aws-sdk/client-s3');
-  const s3 = new S3Client({
-    endpoint: s3Settings.endpoint,
-    region: s3Settings.region,
-    forcePathStyle: true,
-    credentials: { accessKeyId: s3Settings.accessKeyId, secretAccessKey: s3Settings.secretAccessKey },
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-    requestHandler: { httpAgent: new http.Agent({ keepAlive: true, maxSockets: 16 }) },
-  });
+  // The benchmark's own client settings, which are the storage service's (keep-alive, no per-part checksums).
+  const { benchS3Client, S3 } = await import('./stack.mjs');
+  const s3 = benchS3Client(16);
   s3.middlewareStack.add(
     (next, context) => async (args) => {
       if (context.commandName === 'UploadPartCommand' || context.commandName === 'PutObjectCommand')
@@ -126,7 +119,7 @@ async function runBack({ port, partSize, queueSize, s3: s3Settings }) {
   );
   const spare = [];
   const take = () => spare.pop() ?? Buffer.allocUnsafeSlow(partSize);
-  const Bucket = s3Settings.bucket;
+  const Bucket = S3.bucket;
 
   async function store(Key, body) {
     const hash = createHash('sha256');
