@@ -33,6 +33,7 @@ import {
   DOCS_FILE,
   ensureBucket,
   GiB,
+  makeRoomInLocalS3,
   parseSize,
   PORT_BASE,
   procStat,
@@ -300,6 +301,8 @@ async function main() {
   try {
     for (const size of sizes) {
       process.stderr.write(`bench: ${size.label}: writing ${FILES} artifacts ...\n`);
+      // the artifacts, and the ZIP of them
+      makeRoomInLocalS3(2 * size.bytes);
       const { session, keys } = await makeSession(size.bytes);
       await waitForPurges();
       const floorBefore = await readAllFromS3(keys);

@@ -20,6 +20,7 @@ import {
   benchS3Client,
   deleteAllObjects,
   ensureBucket,
+  makeRoomInLocalS3,
   MiB,
   parseSize,
   ServiceStack,
@@ -162,6 +163,7 @@ async function main() {
     const rows = [];
     for (const count of UPLOAD_LEVELS) {
       console.log(`memory bench: ${count} concurrent uploads of ${UPLOAD_SIZE.label} ...`);
+      makeRoomInLocalS3(count * UPLOAD_SIZE.bytes);
       const run = await peaksDuring(pids, () =>
         Promise.all(Array.from({ length: count }, (_, i) => upload(`up-${i}.bin`, UPLOAD_SIZE.bytes, block))),
       );
@@ -169,6 +171,7 @@ async function main() {
       await Promise.all(run.result.map((file) => remove(file.id)));
       rows.push({ kind: 'upload', load: `${count} concurrent uploads of ${UPLOAD_SIZE.label}`, ...run });
     }
+    makeRoomInLocalS3(DOWNLOAD_SIZE.bytes);
     const source = await upload('down.bin', DOWNLOAD_SIZE.bytes, block);
     for (const count of DOWNLOAD_LEVELS) {
       console.log(`memory bench: ${count} concurrent downloads of ${DOWNLOAD_SIZE.label} ...`);

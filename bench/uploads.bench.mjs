@@ -29,6 +29,7 @@ import {
   benchS3Client,
   deleteAllObjects,
   ensureBucket,
+  makeRoomInLocalS3,
   MiB,
   parseSize,
   S3,
@@ -197,6 +198,8 @@ const stack = new ServiceStack(
 const s3 = benchS3Client(IN_FLIGHT * 2);
 await ensureBucket(s3);
 await deleteAllObjects(s3);
+// the gateway's upload and the direct one
+makeRoomInLocalS3(2 * SIZE);
 await stack.start();
 try {
   const { sha256, generating } = expected();

@@ -211,6 +211,39 @@ export async function deleteAllObjects(s3) {
   } while (token);
 }
 
+const LOCAL_S3_STATE = join(process.env.UHP_DATA_DIR ? resolve(process.env.UHP_DATA_DIR) : join(ROOT, '.data'), 'ceph');
+
+/**
+ * Makes sure the local S3 server (infra/local/s3.sh) can take `bytes` more before a step writes them:
+ * radosgw frees deleted objects only a minute or so later, a run that writes and deletes many GiB fills its
+ * OSD faster than that, and a full OSD blocks every write, so the run would hang instead of failing. Frees
+ * what was deleted now, then fails with the figures when there is still no room. Does nothing for another
+ * S3 server.
+ */
+export function makeRoomInLocalS3(bytes) {
+  if (!existsSync(join(LOCAL_S3_STATE, 'initialised')) || !/^http:\/\/(127\.0\.0\.1|localhost):/.test(S3.endpoint))
+    return;
+  let answer;
+  try {
+    answer = execFileSync('bash', [join(ROOT, 'infra', 'local', 's3.sh'), 'reclaim'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  } catch (error) {
+    console.warn(`bench: could not reclaim the local S3 server's space: ${String(error?.stderr ?? error).trim()}`);
+    return;
+  }
+  const [free, total] = answer.trim().split(/\s+/).map(Number);
+  // The monitor stops writes at 95 % full; keep another 1 % and the bytes' rados overhead clear of it.
+  const room = free - total * 0.06;
+  if (room < bytes * 1.05)
+    throw new Error(
+      `the local S3 server has ${(free / GiB).toFixed(1)} GiB free of ${(total / GiB).toFixed(1)} GiB and writes stop at 95 %; ` +
+        `this step writes ${(bytes / GiB).toFixed(1)} GiB. Delete what is left in bucket ${S3.bucket}, or start a bigger ` +
+        `disk: bash infra/local/s3.sh stop; rm -rf ${LOCAL_S3_STATE}; S3_DISK_GB=40 bash infra/local/s3.sh start`,
+    );
+}
+
 /** "100MiB" → { label, bytes }. */
 export function parseSize(text) {
   const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text);

@@ -4,7 +4,8 @@
 #
 #   infra/local/s3.sh start    # initialise on first use, start, ensure user + bucket
 #   infra/local/s3.sh stop     # stop the daemons (objects are kept)
-#   infra/local/s3.sh status   # exit 0 when the S3 endpoint answers
+#   infra/local/s3.sh status   # exit 0 when the S3 endpoint answers and the disk is not full
+#   infra/local/s3.sh reclaim  # free deleted objects' space now; prints "<free bytes> <disk bytes>"
 #
 # See infra/local/README.md for the environment variables.
 set -euo pipefail
@@ -304,8 +305,8 @@ rgw thread pool size = 128
 rgw enable usage log = false
 rgw enable ops log = false
 rgw dynamic resharding = false
-rgw gc obj min wait = 60
-rgw gc processor period = 60
+rgw gc obj min wait = 30
+rgw gc processor period = 30
 rgw lc debug interval = -1
 rgw relaxed s3 bucket names = false
 rgw cache lru size = 10000
@@ -554,8 +555,24 @@ do_stop() {
   log "stopped"
 }
 
+# "<free bytes> <disk bytes>" of the OSD, from its own counters (there is no ceph-mgr for `ceph df`).
+osd_space() {
+  pid_of osd.0 >/dev/null || return 1
+  ceph --admin-daemon "$STATE/run/osd.0.asok" perf dump 2>/dev/null |
+    python3 -c 'import json, sys; o = json.load(sys.stdin)["osd"]; print(o["stat_bytes_avail"], o["stat_bytes"])'
+}
+
+# radosgw frees a deleted object's space only when its garbage collector gets to it (rgw gc obj min wait
+# + rgw gc processor period, about a minute): a run that writes and deletes many GiB fills the OSD faster
+# than that, and a full OSD blocks every write. This frees it now.
+do_reclaim() {
+  [[ -f "$STATE/initialised" ]] && pid_of client.rgw.a >/dev/null || die "not running (state $STATE)"
+  rgw_admin gc process --include-all >/dev/null 2>&1 || log "radosgw-admin gc process failed; space may come back later"
+  osd_space || die "could not read the OSD's free space ($STATE/run/osd.0.asok)"
+}
+
 do_status() {
-  local name pid ok=0
+  local name pid free total ok=0
   for name in mon.a osd.0 client.rgw.a; do
     if pid="$(pid_of "$name")"; then
       printf '%-13s running  pid %-7s rss %s MiB\n' "$name" "$pid" "$(( $(awk '/^VmRSS/{print $2}' "/proc/$pid/status") / 1024 ))"
@@ -563,6 +580,16 @@ do_status() {
       printf '%-13s stopped\n' "$name"
     fi
   done
+  local space
+  if space="$(osd_space)"; then
+    read -r free total <<<"$space"
+    printf 'disk          %s MiB free of %s MiB\n' "$((free / 1048576))" "$((total / 1048576))"
+    # the monitor stops all writes when the OSD is 95 % full ("mon osd full ratio")
+    if ((free * 100 < total * 6)); then
+      echo "disk          nearly full: writes stop at 95 % (infra/local/s3.sh reclaim frees deleted objects now)"
+      ok=1
+    fi
+  fi
   if s3_answers; then
     echo "s3            answering at $ENDPOINT (state $STATE)"
   else
@@ -576,6 +603,7 @@ case "${1:-}" in
   start) do_start ;;
   stop) do_stop ;;
   status) do_status ;;
+  reclaim) do_reclaim ;;
   restart) do_stop; do_start ;;
-  *) echo "usage: $0 {start|stop|status|restart}" >&2; exit 2 ;;
+  *) echo "usage: $0 {start|stop|status|reclaim|restart}" >&2; exit 2 ;;
 esac
