@@ -35,6 +35,11 @@ describe('storage service against the real S3 server', () => {
       maxBytes: 64 * MiB,
     });
     expect(receipt).toEqual({ key: k, bytes: data.length, sha256: sha(data) });
+    // Its part buffers went back to the pool, which keeps them for the next upload (until 60 s unused).
+    const metrics = await (await fetch(`http://127.0.0.1:${stack.port('storage')}/metrics`)).text();
+    const gauge = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\d+)`, 'm').exec(metrics)?.[1]);
+    expect(gauge('uhp_storage_part_buffer_allocated_bytes')).toBeGreaterThanOrEqual(2 * 5 * MiB);
+    expect(gauge('uhp_storage_part_buffer_bytes')).toBeLessThan(gauge('uhp_storage_part_buffer_allocated_bytes'));
     const whole = await client.get(k);
     expect(whole.status).toBe(200);
     expect(sha(await drain(whole.body))).toBe(sha(data));

@@ -27,7 +27,7 @@ const s3Client = {
   inject: [APP_CONFIG, S3MultipartRepository],
 };
 
-/** How the part buffers of this process are used: bytes lent out, uploads waiting for one. */
+/** How the part buffers of this process are used: bytes lent out, bytes held, uploads waiting for one. */
 const partBufferMetrics = {
   provide: 'PART_BUFFER_METRICS',
   useFactory: (s3: S3ObjectClient, registry: Registry) => {
@@ -38,6 +38,14 @@ const partBufferMetrics = {
       registers: [registry],
       collect() {
         this.set(pool.inUseBytes);
+      },
+    });
+    new Gauge({
+      name: 'uhp_storage_part_buffer_allocated_bytes',
+      help: 'Bytes of part buffers this process holds, lent or free (free ones are let go after 60 s unused)',
+      registers: [registry],
+      collect() {
+        this.set(pool.allocatedBytes);
       },
     });
     new Gauge({

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { PartBufferPool } from './part-buffer-pool';
 
 const KiB = 1024;
@@ -47,5 +47,54 @@ describe('PartBufferPool', () => {
     pool.release(b);
     expect((await pair).length).toBe(2);
     expect(pool.inUseBytes).toBe(2 * KiB);
+  });
+
+  describe('after a burst', () => {
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    it('lets go of buffers left free for the idle time, the least recently used first, never a lent one', async () => {
+      vi.useFakeTimers();
+      const pool = new PartBufferPool(8 * KiB, 60_000);
+      const burst = await pool.acquireMany(KiB, 4);
+      expect(pool.allocatedBytes).toBe(4 * KiB);
+      for (const buffer of burst.slice(0, 3)) pool.release(buffer);
+
+      // One upload goes on: it keeps taking and returning the same buffer, which stays fresh.
+      const kept = burst[3];
+      for (let second = 0; second < 100; second++) {
+        await vi.advanceTimersByTimeAsync(1_000);
+        if (second === 50) pool.release(await pool.acquire(KiB));
+      }
+      // The three buffers of the burst went; the one reused 50 s ago and the lent one did not.
+      expect(pool.allocatedBytes).toBe(2 * KiB);
+      expect(pool.inUseBytes).toBe(KiB);
+
+      pool.release(kept);
+      await vi.advanceTimersByTimeAsync(90_000);
+      expect(pool.allocatedBytes).toBe(0);
+      expect(vi.getTimerCount()).toBe(0);
+
+      // A new upload gets a new buffer, not one of those let go.
+      const fresh = await pool.acquire(KiB);
+      expect(burst).not.toContain(fresh);
+      expect(pool.allocatedBytes).toBe(KiB);
+    });
+
+    it('counts a dropped buffer out of the budget, so waiting uploads are not held back by memory it no longer has', async () => {
+      vi.useFakeTimers();
+      const pool = new PartBufferPool(2 * KiB, 60_000);
+      const [a, b] = await pool.acquireMany(KiB, 2);
+      pool.release(a);
+      await vi.advanceTimersByTimeAsync(120_000);
+      expect(pool.allocatedBytes).toBe(KiB);
+      // The budget has room for one more again, although b is still out.
+      const [c] = await pool.acquireMany(KiB, 1);
+      expect(c).not.toBe(a);
+      expect(pool.inUseBytes).toBe(2 * KiB);
+      pool.release(b);
+      pool.release(c);
+    });
   });
 });

@@ -1,20 +1,35 @@
+/** A free buffer no upload has taken for this long is let go, so that a burst's memory does not stay. */
+export const PART_BUFFER_IDLE_MS = 60_000;
+
 /**
  * The part buffers all uploads of this process share (STORAGE_MEMORY_BUDGET_BYTES). A buffer is
  * allocated once and reused for part after part; when the budget is spent, an upload waits for a
  * buffer to come back (first come, first served) rather than allocate — so memory is bounded by
  * configuration, not by how many uploads arrive, and no part leaves a fresh buffer behind as garbage.
+ * Buffers left free for `idleMs` are dropped (V8 then hands their memory back to the system), so the
+ * process returns to its resting size once a burst of uploads is over.
  */
 export class PartBufferPool {
   private allocated = 0;
   private lent = 0;
-  private readonly free = new Map<number, Buffer[]>();
+  /** Free buffers by size; the most recently returned is last and is reused first, so the oldest age out. */
+  private readonly free = new Map<number, { buffer: Buffer; freeSince: number }[]>();
   private readonly waiting: { size: number; count: number; grant: (buffers: Buffer[]) => void }[] = [];
+  private sweep: NodeJS.Timeout | null = null;
 
-  constructor(readonly budgetBytes: number) {}
+  constructor(
+    readonly budgetBytes: number,
+    private readonly idleMs = PART_BUFFER_IDLE_MS,
+  ) {}
 
   /** Bytes of buffers lent out now. */
   get inUseBytes(): number {
     return this.lent;
+  }
+
+  /** Bytes of buffers this pool holds, lent out or free. */
+  get allocatedBytes(): number {
+    return this.allocated;
   }
 
   get waitingCount(): number {
@@ -41,12 +56,35 @@ export class PartBufferPool {
   release(buffer: Buffer): void {
     this.lent -= buffer.length;
     const list = this.free.get(buffer.length) ?? [];
-    list.push(buffer);
+    list.push({ buffer, freeSince: Date.now() });
     this.free.set(buffer.length, list);
     while (this.waiting.length > 0) {
       const next = this.takeMany(this.waiting[0].size, this.waiting[0].count);
       if (!next) break;
       this.waiting.shift()!.grant(next);
+    }
+    this.scheduleSweep();
+  }
+
+  private scheduleSweep(): void {
+    if (this.sweep || this.allocated === this.lent) return;
+    this.sweep = setTimeout(() => {
+      this.sweep = null;
+      this.dropIdle();
+      this.scheduleSweep();
+    }, this.idleMs / 2);
+    // A pool with free buffers must not keep the process alive.
+    this.sweep.unref();
+  }
+
+  private dropIdle(): void {
+    const cutoff = Date.now() - this.idleMs;
+    for (const [size, list] of this.free) {
+      const idle = list.findIndex((entry) => entry.freeSince > cutoff);
+      const dropped = idle === -1 ? list.length : idle;
+      list.splice(0, dropped);
+      this.allocated -= dropped * size;
+      if (list.length === 0) this.free.delete(size);
     }
   }
 
@@ -67,7 +105,7 @@ export class PartBufferPool {
     }
     const taken: Buffer[] = [];
     for (let i = 0; i < count; i++) {
-      const buffer = reusable.pop();
+      const buffer = reusable.pop()?.buffer;
       if (buffer) taken.push(buffer);
       else {
         this.allocated += size;
