@@ -8,12 +8,21 @@
  * Each load at two levels: a peak that stays put as the load grows is bounded by configuration.
  * Samples VmRSS of gateway and storage every 50 ms and prints peak vs. idle (the baseline of the same run)
  * next to the documented ceiling: storage ≈ idle + STORAGE_MEMORY_BUDGET_BYTES + 128 MiB.
+ * Then, BENCH_MEMORY_SETTLE_S (90) after the last upload, the RSS each has come back to.
+ * Then the floor, unless BENCH_MEMORY_FLOOR=0: the same loads through the bare Node hops
+ * (bench/support/bare-hops.mjs: no framework, database, logging or metrics) with storage's part size,
+ * queue size and part-buffer budget, so what the byte path itself needs can be read apart from what our
+ * services hold at rest.
  * Writes the "memory" section of docs/benchmarks.md unless BENCH_MEMORY_NO_DOCS=1.
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { cpus, totalmem } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DeleteObjectCommand, GetObjectCommand } from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { startBareHops } from './support/bare-hops.mjs';
 import {
   API_BASE,
   API_KEY,
@@ -23,8 +32,11 @@ import {
   makeRoomInLocalS3,
   MiB,
   parseSize,
+  PORT_BASE,
+  S3,
   ServiceStack,
   serviceEnv,
+  storageUploadSettings,
   writeDocsSection,
 } from './support/stack.mjs';
 
@@ -38,10 +50,10 @@ const UPLOAD_LEVELS = levels(process.env.BENCH_MEMORY_UPLOADS ?? '25,100');
 const UPLOAD_SIZE = parseSize(process.env.BENCH_MEMORY_UPLOAD_SIZE ?? '100MiB');
 const DOWNLOAD_LEVELS = levels(process.env.BENCH_MEMORY_DOWNLOADS ?? '100,500');
 const DOWNLOAD_SIZE = parseSize(process.env.BENCH_MEMORY_DOWNLOAD_SIZE ?? '16MiB');
-const BUDGET = 256 * MiB; // STORAGE_MEMORY_BUDGET_BYTES's default: the bench measures the defaults
 // What the process needs beyond the part buffers (garbage of socket chunks between collections, the SDK's
 // requests): measured 85-105 MB from 25 to 100 concurrent uploads, so not growing with the load.
 const SOCKET_SLACK = 128 * MiB;
+const SETTLE_MS = Number(process.env.BENCH_MEMORY_SETTLE_S ?? 90) * 1000;
 
 const rssOf = (pid) => {
   try {
@@ -69,8 +81,15 @@ async function peaksDuring(pids, work) {
 
 const agent = new Agent({ keepAlive: false, maxSockets: Infinity });
 
-/** One multipart upload of `bytes`, written 1 MiB at a time with backpressure; resolves with the file. */
-function upload(name, bytes, block) {
+const OURS = { base: API_BASE, uploadPath: '/v1/files', headers: { authorization: `Bearer ${API_KEY}` } };
+const BARE_PORT = PORT_BASE + 30;
+const BARE = { base: `http://127.0.0.1:${BARE_PORT}`, uploadPath: '/', headers: {} };
+
+/**
+ * One multipart upload of `bytes` to `to` (OURS or BARE), written 1 MiB at a time with backpressure;
+ * resolves with the answer (ours: the file; bare: its byte count and SHA-256).
+ */
+function upload(name, bytes, block, to = OURS) {
   const boundary = `bench${randomBytes(8).toString('hex')}`;
   const head = Buffer.from(
     `--${boundary}\r\ncontent-disposition: form-data; name="purpose"\r\n\r\nuser_data\r\n` +
@@ -80,12 +99,12 @@ function upload(name, bytes, block) {
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   return new Promise((resolve, reject) => {
     const req = request(
-      `${API_BASE}/v1/files`,
+      `${to.base}${to.uploadPath}`,
       {
         method: 'POST',
         agent,
         headers: {
-          authorization: `Bearer ${API_KEY}`,
+          ...to.headers,
           'content-type': `multipart/form-data; boundary=${boundary}`,
           'content-length': head.length + bytes + tail.length,
         },
@@ -115,21 +134,17 @@ function upload(name, bytes, block) {
   });
 }
 
-/** Reads a whole download and throws it away; resolves with its length. */
-function download(id) {
+/** Reads a whole download of `path` from `from` (OURS or BARE) and throws it away; resolves with its length. */
+function download(path, from = OURS) {
   return new Promise((resolve, reject) => {
-    const req = request(
-      `${API_BASE}/v1/files/${id}/content`,
-      { agent, headers: { authorization: `Bearer ${API_KEY}` } },
-      (res) => {
-        let length = 0;
-        res.on('data', (c) => (length += c.length));
-        res.on('end', () =>
-          res.statusCode === 200 ? resolve(length) : reject(new Error(`download: ${res.statusCode}`)),
-        );
-        res.on('error', reject);
-      },
-    );
+    const req = request(`${from.base}${path}`, { agent, headers: from.headers }, (res) => {
+      let length = 0;
+      res.on('data', (c) => (length += c.length));
+      res.on('end', () =>
+        res.statusCode === 200 ? resolve(length) : reject(new Error(`download: ${res.statusCode}`)),
+      );
+      res.on('error', reject);
+    });
     req.on('error', reject);
     req.end();
   });
@@ -139,28 +154,106 @@ async function remove(id) {
   await fetch(`${API_BASE}/v1/files/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${API_KEY}` } });
 }
 
+/**
+ * The floor: the same loads through the bare hops, with storage's part size, queue size and part-buffer
+ * budget. Resolves with their idle RSS and one row per load, in main's order.
+ */
+async function floorOf(s3, settings, block) {
+  const bare = await startBareHops({ port: BARE_PORT, ...settings });
+  const pids = { gateway: bare.pids.front, storage: bare.pids.back };
+  const bareKey = (name) => `bench/bare-${name}`;
+  try {
+    await sleep(2000);
+    const idle = { gateway: rssOf(pids.gateway), storage: rssOf(pids.storage) };
+    const rows = [];
+    for (const count of UPLOAD_LEVELS) {
+      console.log(`memory bench, floor: ${count} concurrent uploads of ${UPLOAD_SIZE.label} through the bare hops ...`);
+      makeRoomInLocalS3(count * UPLOAD_SIZE.bytes);
+      const names = Array.from({ length: count }, (_, i) => `up-${count}-${i}.bin`);
+      const run = await peaksDuring(pids, () =>
+        Promise.all(names.map((name) => upload(name, UPLOAD_SIZE.bytes, block, BARE))),
+      );
+      if (!run.result.every((answer) => answer.bytes === UPLOAD_SIZE.bytes))
+        throw new Error('a bare upload came back short');
+      await Promise.all(
+        names.map((name) => s3.send(new DeleteObjectCommand({ Bucket: S3.bucket, Key: bareKey(name) }))),
+      );
+      rows.push(run);
+    }
+    makeRoomInLocalS3(DOWNLOAD_SIZE.bytes);
+    await upload('down.bin', DOWNLOAD_SIZE.bytes, block, BARE);
+    // As storage signs one for the gateway: a URL for this one object, opened by the front.
+    const url = await getSignedUrl(s3, new GetObjectCommand({ Bucket: S3.bucket, Key: bareKey('down.bin') }), {
+      expiresIn: 3600,
+    });
+    for (const count of DOWNLOAD_LEVELS) {
+      console.log(
+        `memory bench, floor: ${count} concurrent downloads of ${DOWNLOAD_SIZE.label} through the bare hop ...`,
+      );
+      const run = await peaksDuring(pids, () =>
+        Promise.all(Array.from({ length: count }, () => download(`/read?from=${encodeURIComponent(url)}`, BARE))),
+      );
+      if (!run.result.every((length) => length === DOWNLOAD_SIZE.bytes))
+        throw new Error('a bare download came back short');
+      rows.push(run);
+    }
+    await s3.send(new DeleteObjectCommand({ Bucket: S3.bucket, Key: bareKey('down.bin') }));
+    return { idle, rows };
+  } finally {
+    bare.stop();
+  }
+}
+
+/** Ours against the floor, load by load: what each holds at rest, and what the load adds on top. */
+function floorLines(rows, idle, floor) {
+  const growth = (peak, rest) => `${mb(rest)} → ${mb(peak)} (+${mb(peak - rest)})`;
+  const restGap = (service) => mb(idle[service] - floor.idle[service]);
+  return [
+    '',
+    `**The floor, same loads, same run**: the bare Node hops (\`bench/support/bare-hops.mjs\`: busboy and one ` +
+      `chunked PUT in front; SHA-256, part buffers under the same budget and UploadPart in the back; one piped ` +
+      `GET of a signed URL for a download), with no framework, database, logging or metrics.`,
+    '',
+    '| load | time ours / bare | gateway: idle → peak (load adds) | bare front | storage: idle → peak (load adds) | bare back |',
+    '|---|---|---|---|---|---|',
+    ...rows.map((row, i) => {
+      const bare = floor.rows[i];
+      return (
+        `| ${row.load} | ${row.seconds.toFixed(0)} s / ${bare.seconds.toFixed(0)} s | ` +
+        `${growth(row.peak.gateway, idle.gateway)} | ${growth(bare.peak.gateway, floor.idle.gateway)} | ` +
+        `${growth(row.peak.storage, idle.storage)} | ${growth(bare.peak.storage, floor.idle.storage)} |`
+      );
+    }),
+    '',
+    `At rest the gateway holds ${restGap('gateway')} more than the bare front and storage ${restGap('storage')} ` +
+      `more than the bare back: the framework, database client, queue client, logging and metrics loaded and ` +
+      `started. "Load adds" is what the byte path itself costs on each side.`,
+  ];
+}
+
 async function main() {
   const s3 = benchS3Client();
   await ensureBucket(s3);
   await deleteAllObjects(s3);
-  const stack = new ServiceStack(
-    serviceEnv({
-      UHP_MAX_CONCURRENT_UPLOADS: String(UPLOAD_LEVELS.at(-1)),
-      UHP_MAX_CONCURRENT_DOWNLOADS: String(DOWNLOAD_LEVELS.at(-1)),
-      UHP_MAX_FILE_BYTES: String(Math.max(UPLOAD_SIZE.bytes, DOWNLOAD_SIZE.bytes)),
-      // A transfer that waits for a part buffer moves no byte meanwhile: the idle limit must outlast the queue.
-      UHP_IDLE_TIMEOUT_MS: '600000',
-    }),
-    'memory-',
-  );
+  const env = serviceEnv({
+    UHP_MAX_CONCURRENT_UPLOADS: String(UPLOAD_LEVELS.at(-1)),
+    UHP_MAX_CONCURRENT_DOWNLOADS: String(DOWNLOAD_LEVELS.at(-1)),
+    UHP_MAX_FILE_BYTES: String(Math.max(UPLOAD_SIZE.bytes, DOWNLOAD_SIZE.bytes)),
+    // A transfer that waits for a part buffer moves no byte meanwhile: the idle limit must outlast the queue.
+    UHP_IDLE_TIMEOUT_MS: '600000',
+  });
+  // The services run at their default memory settings; the bench reads them from the built config schema.
+  const settings = storageUploadSettings(env);
+  const stack = new ServiceStack(env, 'memory-');
   await stack.start();
   const pids = { gateway: stack.pid('gateway'), storage: stack.pid('storage') };
   try {
-    await new Promise((resolve) => setTimeout(resolve, 2000));
+    await sleep(2000);
     const idle = { gateway: rssOf(pids.gateway), storage: rssOf(pids.storage) };
     const block = randomBytes(MiB);
 
     const rows = [];
+    let lastUploadEnd = Date.now();
     for (const count of UPLOAD_LEVELS) {
       console.log(`memory bench: ${count} concurrent uploads of ${UPLOAD_SIZE.label} ...`);
       makeRoomInLocalS3(count * UPLOAD_SIZE.bytes);
@@ -170,22 +263,31 @@ async function main() {
       if (!run.result.every((file) => file.bytes === UPLOAD_SIZE.bytes)) throw new Error('an upload came back short');
       await Promise.all(run.result.map((file) => remove(file.id)));
       rows.push({ kind: 'upload', load: `${count} concurrent uploads of ${UPLOAD_SIZE.label}`, ...run });
+      lastUploadEnd = Date.now();
     }
     makeRoomInLocalS3(DOWNLOAD_SIZE.bytes);
     const source = await upload('down.bin', DOWNLOAD_SIZE.bytes, block);
     for (const count of DOWNLOAD_LEVELS) {
       console.log(`memory bench: ${count} concurrent downloads of ${DOWNLOAD_SIZE.label} ...`);
-      const run = await peaksDuring(pids, () => Promise.all(Array.from({ length: count }, () => download(source.id))));
+      const run = await peaksDuring(pids, () =>
+        Promise.all(Array.from({ length: count }, () => download(`/v1/files/${source.id}/content`))),
+      );
       if (!run.result.every((length) => length === DOWNLOAD_SIZE.bytes)) throw new Error('a download came back short');
       rows.push({ kind: 'download', load: `${count} concurrent downloads of ${DOWNLOAD_SIZE.label}`, ...run });
     }
     await remove(source.id);
+    lastUploadEnd = Date.now();
     await stack.checkReady();
+    // Storage lets go of part buffers no upload has taken for 60 s (PART_BUFFER_IDLE_MS); by 90 s they are gone.
+    await sleep(Math.max(0, lastUploadEnd + SETTLE_MS - Date.now()));
+    const settled = { gateway: rssOf(pids.gateway), storage: rssOf(pids.storage) };
+    const floor = process.env.BENCH_MEMORY_FLOOR === '0' ? null : await floorOf(s3, settings, block);
 
-    const storageCeiling = idle.storage + BUDGET + SOCKET_SLACK;
+    const storageCeiling = idle.storage + settings.budgetBytes + SOCKET_SLACK;
     const lines = [
       `Machine: ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB; ` +
-        `services at their default memory settings (STORAGE_MEMORY_BUDGET_BYTES 256 MiB), one principal with its ` +
+        `services at their default memory settings (STORAGE_MEMORY_BUDGET_BYTES ${settings.budgetBytes / MiB} MiB, ` +
+        `${settings.partSize / MiB} MiB parts, ${settings.queueSize} in flight per upload), one principal with its ` +
         `concurrency limits raised to the load. Storage ceiling = idle + budget + 128 MiB = ${mb(storageCeiling)}.`,
       '',
       '| load | time | gateway idle → peak | storage idle → peak | storage peak / ceiling |',
@@ -195,6 +297,10 @@ async function main() {
           `| ${row.load} | ${row.seconds.toFixed(0)} s | ${mb(idle.gateway)} → ${mb(row.peak.gateway)} | ` +
           `${mb(idle.storage)} → ${mb(row.peak.storage)} | ${(row.peak.storage / storageCeiling).toFixed(2)} |`,
       ),
+      '',
+      `${SETTLE_MS / 1000} s after the last upload: gateway ${mb(settled.gateway)}, storage ${mb(settled.storage)} ` +
+        `(idle before the loads: ${mb(idle.gateway)}, ${mb(idle.storage)}).`,
+      ...(floor ? floorLines(rows, idle, floor) : []),
     ];
     console.log(lines.join('\n'));
     const withinCeiling = rows

@@ -59,6 +59,7 @@ import {
   ROOT,
   S3,
   serviceEnv,
+  storageUploadSettings,
   ServiceStack,
   writeDocsSection,
 } from './support/stack.mjs';
@@ -75,18 +76,6 @@ const SERVICE_ENV = serviceEnv({ UHP_MAX_FILE_BYTES: String(MAX_FILE_BYTES) });
 const stack = new ServiceStack(SERVICE_ENV);
 
 /** The storage service's part size and queue size, read from the config schema (defaults or the env). */
-function storageUploadSettings() {
-  const schemaFile = join(ROOT, 'dist/libs/common/src/config/config.schema.js');
-  const { storageConfigSchema } = require(schemaFile);
-  const config = storageConfigSchema.parse({ ...process.env, ...SERVICE_ENV });
-  // Same rule as S3ObjectClient.upload: parts big enough for max_file_bytes to fit in 10,000 parts.
-  const partSize = Math.max(
-    config.S3_PART_SIZE_BYTES,
-    Math.ceil(Math.min(MAX_FILE_BYTES, config.UHP_MAX_FILE_BYTES) / 10_000),
-  );
-  return { partSize, queueSize: config.S3_UPLOAD_QUEUE_SIZE };
-}
-
 const sizes = (process.argv[2] ?? process.env.BENCH_SIZES ?? '100MiB,1GiB')
   .split(',')
   .filter((s) => s.trim())
@@ -468,7 +457,7 @@ async function measure(monitor, fn) {
 }
 
 async function main() {
-  const settings = storageUploadSettings();
+  const settings = storageUploadSettings(SERVICE_ENV);
   const runId = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '');
   console.log(
     `bench: sizes ${sizes.map((s) => s.label).join(', ')}; part size ${settings.partSize / MiB} MiB, queue size ${settings.queueSize}; S3 ${S3.endpoint} bucket ${S3.bucket}`,

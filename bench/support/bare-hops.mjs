@@ -9,15 +9,16 @@
  *   is a download: it opens the URL (one the benchmark signed for the object, as the storage service signs
  *   one for the gateway) and pipes S3's answer into its own.
  * - **back** (the storage service's share): SHA-256 of every byte, the bytes copied into part buffers
- *   reused for the whole run, each full buffer sent as an S3 `UploadPart` (up to `queueSize` at once) by an
- *   `@aws-sdk/client-s3` client with the storage service's settings (keep-alive, no per-part checksums,
- *   `UNSIGNED-PAYLOAD` since the body is hashed once already), then `CompleteMultipartUpload`. Answers
- *   `{ bytes, sha256 }`.
+ *   reused for the whole run (at most `budgetBytes` of them in all uploads together, as the storage
+ *   service's STORAGE_MEMORY_BUDGET_BYTES; no limit when it is not given), each full buffer sent as an
+ *   S3 `UploadPart` (up to `queueSize` at once) by an `@aws-sdk/client-s3` client with the storage
+ *   service's settings (keep-alive, no per-part checksums, `UNSIGNED-PAYLOAD` since the body is hashed
+ *   once already), then `CompleteMultipartUpload`. Answers `{ bytes, sha256 }`.
  *
  * The transfer benchmark runs it beside ours and the direct SDK client, in the same run, so the CPU our two
  * services spend per GiB can be read against what the same work costs in bare Node on this machine.
  *
- *   startBareHops({ port, partSize, queueSize }) → { pids: { front, back }, stop() }
+ *   startBareHops({ port, partSize, queueSize, budgetBytes }) → { pids: { front, back }, stop() }
  *   (front on `port`, back on `port + 1`)
  */
 import { fork } from 'node:child_process';
@@ -27,8 +28,8 @@ import { fileURLToPath } from 'node:url';
 
 const SELF = fileURLToPath(import.meta.url);
 
-export async function startBareHops({ port, partSize, queueSize }) {
-  const settings = JSON.stringify({ port, partSize, queueSize });
+export async function startBareHops({ port, partSize, queueSize, budgetBytes }) {
+  const settings = JSON.stringify({ port, partSize, queueSize, budgetBytes: budgetBytes ?? null });
   const children = [];
   const start = (role) =>
     new Promise((resolve, reject) => {
@@ -54,8 +55,10 @@ function runFront({ port }) {
   // Loaded here so that importing this module costs the benchmark nothing.
   return import('busboy').then(({ default: busboy }) => {
     const agent = new http.Agent({ keepAlive: true });
+    // A hundred uploads at once, each waiting its turn for a part buffer in the back, outlast Node's 300 s
+    // request timeout.
     http
-      .createServer((req, res) => {
+      .createServer({ requestTimeout: 0 }, (req, res) => {
         const fail = (error) => {
           if (!res.headersSent) res.writeHead(500).end(String(error?.message ?? error));
         };
@@ -98,7 +101,7 @@ function runFront({ port }) {
   });
 }
 
-async function runBack({ port, partSize, queueSize }) {
+async function runBack({ port, partSize, queueSize, budgetBytes }) {
   const {
     CreateMultipartUploadCommand,
     UploadPartCommand,
@@ -118,7 +121,23 @@ async function runBack({ port, partSize, queueSize }) {
     { step: 'build', name: 'bareUnsignedPayload' },
   );
   const spare = [];
-  const take = () => spare.pop() ?? Buffer.allocUnsafeSlow(partSize);
+  const waiting = [];
+  let allocated = 0;
+  /** A part buffer: a spare one, a new one while the budget allows, or the next one given back. */
+  const take = async () => {
+    const reused = spare.pop();
+    if (reused) return reused;
+    if (budgetBytes === null || allocated + partSize <= budgetBytes || allocated === 0) {
+      allocated += partSize;
+      return Buffer.allocUnsafeSlow(partSize);
+    }
+    return new Promise((resolve) => waiting.push(resolve));
+  };
+  const giveBack = (buffer) => {
+    const next = waiting.shift();
+    if (next) next(buffer);
+    else spare.push(buffer);
+  };
   const Bucket = S3.bucket;
 
   async function store(Key, body) {
@@ -128,7 +147,7 @@ async function runBack({ port, partSize, queueSize }) {
     let creating = null;
     const parts = [];
     const inFlight = new Set();
-    let buffer = take();
+    let buffer = await take();
     let filled = 0;
     const send = async (part, length, PartNumber) => {
       try {
@@ -149,7 +168,7 @@ async function runBack({ port, partSize, queueSize }) {
         );
         parts.push({ PartNumber, ETag: out.ETag });
       } finally {
-        spare.push(part);
+        giveBack(part);
       }
     };
     let partNumber = 0;
@@ -167,17 +186,22 @@ async function runBack({ port, partSize, queueSize }) {
             const sending = send(buffer, filled, ++partNumber);
             inFlight.add(sending);
             sending.finally(() => inFlight.delete(sending)).catch(() => undefined);
-            buffer = take();
+            buffer = await take();
             filled = 0;
           }
         }
       }
+      const last = buffer;
+      buffer = null;
       if (partNumber === 0) {
-        await s3.send(new PutObjectCommand({ Bucket, Key, Body: buffer.subarray(0, filled), ContentLength: filled }));
-        spare.push(buffer);
+        try {
+          await s3.send(new PutObjectCommand({ Bucket, Key, Body: last.subarray(0, filled), ContentLength: filled }));
+        } finally {
+          giveBack(last);
+        }
       } else {
-        if (filled > 0) inFlight.add(send(buffer, filled, ++partNumber));
-        else spare.push(buffer);
+        if (filled > 0) inFlight.add(send(last, filled, ++partNumber));
+        else giveBack(last);
         await Promise.all(inFlight);
         parts.sort((a, b) => a.PartNumber - b.PartNumber);
         await s3.send(
@@ -186,6 +210,8 @@ async function runBack({ port, partSize, queueSize }) {
       }
       return { bytes, sha256: hash.digest('hex') };
     } catch (error) {
+      // The buffer being filled goes back too: with a budget, one kept would be one fewer for every upload after.
+      if (buffer) giveBack(buffer);
       await Promise.allSettled(inFlight);
       await creating?.catch(() => undefined);
       if (uploadId)
@@ -208,6 +234,7 @@ async function runBack({ port, partSize, queueSize }) {
   // The benchmark's transfers on the other sides take longer than Node's default 5 s: a connection the front
   // keeps must not be closed under it between two of its uploads.
   server.keepAliveTimeout = 120_000;
+  server.requestTimeout = 0;
   server.listen(port + 1, '127.0.0.1', () => process.send('up'));
 }
 

@@ -7,10 +7,13 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Agent } from 'node:http';
+import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { CreateBucketCommand, DeleteObjectsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+
+const require = createRequire(import.meta.url);
 
 // The SDK's notice that releases after January 2027 need Node 22 says nothing about a measurement.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -176,6 +179,18 @@ export function procStat(pid) {
   } catch {
     return { ticks: NaN, minflt: NaN };
   }
+}
+
+/**
+ * The part size, queue size and part-buffer budget the storage service runs with under `env` (the built
+ * config schema's defaults and rules, so the bench's other sides copy the service and not a guess).
+ */
+export function storageUploadSettings(env) {
+  const { storageConfigSchema } = require(join(ROOT, 'dist/libs/common/src/config/config.schema.js'));
+  const config = storageConfigSchema.parse({ ...process.env, ...env });
+  // Same rule as S3ObjectClient.upload: parts big enough for max_file_bytes to fit in 10,000 parts.
+  const partSize = Math.max(config.S3_PART_SIZE_BYTES, Math.ceil(config.UHP_MAX_FILE_BYTES / 10_000));
+  return { partSize, queueSize: config.S3_UPLOAD_QUEUE_SIZE, budgetBytes: config.STORAGE_MEMORY_BUDGET_BYTES };
 }
 
 /** An S3 client of the bench's server, with the storage service's checksum settings. */
