@@ -21,7 +21,10 @@ import { readFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { once } from 'node:events';
+import { PassThrough } from 'node:stream';
+import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
 import pg from 'pg';
 import {
   API_BASE,
@@ -40,13 +43,15 @@ import {
   S3,
   serviceEnv,
   ServiceStack,
+  storageUploadSettings,
   writeDocsSection,
 } from './support/stack.mjs';
 
 const MB = 1e6;
 const FILES = Number(process.env.BENCH_ARCHIVE_FILES ?? 1000);
 // The build is timed from the database row, not from a waiting request.
-const stack = new ServiceStack(serviceEnv({ ARCHIVE_WAIT_MS: '0' }), 'archive-');
+const SERVICE_ENV = serviceEnv({ ARCHIVE_WAIT_MS: '0' });
+const stack = new ServiceStack(SERVICE_ENV, 'archive-');
 
 const sizes = (process.argv[2] ?? process.env.BENCH_ARCHIVE_SIZES ?? '100MiB,1GiB')
   .split(',')
@@ -176,6 +181,40 @@ async function readAllFromS3(keys) {
   return { seconds: (performance.now() - started) / 1000, bytes };
 }
 
+/**
+ * The floor of all the S3 work a build does: every object read in sequence as above and, at the same time,
+ * all of their bytes written into one new object (lib-storage with the storage service's part size and
+ * queue size), by this one process with nothing in between. A build must do at least that much: on a
+ * machine with no spare core, writing the ZIP back costs the S3 server as much CPU as reading it.
+ */
+async function readAllAndWriteBack(keys) {
+  const { partSize, queueSize } = storageUploadSettings(SERVICE_ENV);
+  const Key = `bench/floor-write-back-${randomUUID()}`;
+  const body = new PassThrough();
+  const upload = new Upload({ client: s3, params: { Bucket: S3.bucket, Key, Body: body }, partSize, queueSize });
+  const started = performance.now();
+  const done = upload.done();
+  let bytes = 0;
+  try {
+    for (const key of keys) {
+      const out = await s3.send(new GetObjectCommand({ Bucket: S3.bucket, Key: key }));
+      for await (const chunk of out.Body) {
+        bytes += chunk.length;
+        if (!body.write(chunk)) await once(body, 'drain');
+      }
+    }
+    body.end();
+    await done;
+    return { seconds: (performance.now() - started) / 1000, bytes };
+  } catch (error) {
+    body.destroy(error);
+    await done.catch(() => undefined);
+    throw error;
+  } finally {
+    await s3.send(new DeleteObjectCommand({ Bucket: S3.bucket, Key })).catch(() => undefined);
+  }
+}
+
 const SERVICES = ['worker', 'storage', 'gateway'];
 
 /**
@@ -235,9 +274,15 @@ const cpuText = (cpu) => SERVICES.map((name) => cpu[name].toFixed(1)).join(' / '
 function renderDocs(results, machine) {
   const rows = results.map(
     (r) =>
-      `| ${r.label} | ${FILES} | ${r.floorSeconds.toFixed(2)} s (${(r.bytes / MB / r.floorSeconds).toFixed(0)} MB/s) | ${r.build.seconds.toFixed(2)} s (${(r.bytes / MB / r.build.seconds).toFixed(0)} MB/s) | **${(r.build.seconds / r.floorSeconds).toFixed(2)}** | ${cpuText(r.build.cpu)} | ${mb(r.build.zipBytes)} | ${mb(r.build.idleRss)} | ${mb(r.build.peakRss)} |`,
+      `| ${r.label} | ${FILES} | ${r.floorSeconds.toFixed(2)} s (${(r.bytes / MB / r.floorSeconds).toFixed(0)} MB/s) | ${r.build.seconds.toFixed(2)} s (${(r.bytes / MB / r.build.seconds).toFixed(0)} MB/s) | **${(r.build.seconds / r.floorSeconds).toFixed(2)}** | ${r.writeBackSeconds.toFixed(2)} s | ${(r.build.seconds / r.writeBackSeconds).toFixed(2)} | ${cpuText(r.build.cpu)} | ${mb(r.build.zipBytes)} | ${mb(r.build.idleRss)} | ${mb(r.build.peakRss)} |`,
   );
   const ratios = results.map((r) => `${(r.build.seconds / r.floorSeconds).toFixed(2)} at ${r.label}`).join(', ');
+  const writeBackRatios = results
+    .map(
+      (r) =>
+        `${(r.build.seconds / r.writeBackSeconds).toFixed(2)} at ${r.label} (the write back alone: ${(r.writeBackSeconds / r.floorSeconds).toFixed(2)} × the reads)`,
+    )
+    .join(', ');
   const peaks = results.map((r) => `${mb(r.build.peakRss)} at ${r.label}`).join(', ');
   const worst = Math.max(...results.map((r) => r.build.seconds / r.floorSeconds));
   const maxPeak = Math.max(...results.map((r) => r.build.peakRss));
@@ -256,6 +301,9 @@ Postgres. Then:
 
 - **floor**: \`GetObject\` of every one of those objects from the same S3 server in sequence, body read to
   the end (the mean of one read before and one after the build);
+- **reads + write back**: the same reads while all their bytes stream into one new object (lib-storage, the storage
+  service's part size and queue size), in one process with nothing in between: the S3 work a build cannot avoid,
+  since it writes the ZIP back into the same S3 server (on a machine with no spare core that costs time too);
 - **build**: \`GET /v1/sessions/{sid}/files/archive\` (answered 202 at once), timed until the archive row is
   \`ready\`: the worker streams each object from the storage service into the ZIP writer and the ZIP through
   the storage service into a new S3 object (multipart upload).
@@ -265,13 +313,14 @@ seconds over the build (utime + stime from \`/proc/<pid>/stat\`) are printed: CP
 speed or the machine's load as much as the build time does. The ZIP's end record
 is read back with a Range request and must count ${FILES} entries.
 
-| session | files | floor (S3 reads) | build | build / floor | build CPU s: worker / storage / gateway | ZIP | worker RSS idle | worker RSS peak |
-|---|---:|---:|---:|---:|---:|---:|---:|---:|
+| session | files | floor (S3 reads) | build | build / floor | S3 reads + write back | build / that | build CPU s: worker / storage / gateway | ZIP | worker RSS idle | worker RSS peak |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 ${rows.join('\n')}
 
 **Reading** (targets: build ≤ 1.25 × floor; peak worker RSS < 200 MB and about the same at every size):
 
 - build / floor: ${ratios} — target ${worst <= 1.25 ? 'met' : 'missed'}.
+- build / (S3 reads + write back): ${writeBackRatios}.
 - peak worker RSS: ${peaks} — target < 200 MB ${maxPeak < 200 * MB ? 'met' : 'missed'}.
 `;
 }
@@ -301,12 +350,15 @@ async function main() {
   try {
     for (const size of sizes) {
       process.stderr.write(`bench: ${size.label}: writing ${FILES} artifacts ...\n`);
-      // the artifacts, and the ZIP of them
-      makeRoomInLocalS3(2 * size.bytes);
+      // the artifacts, the ZIP of them, and the floor's copy
+      makeRoomInLocalS3(3 * size.bytes);
       const { session, keys } = await makeSession(size.bytes);
       await waitForPurges();
       const floorBefore = await readAllFromS3(keys);
-      process.stderr.write(`bench: ${size.label}: floor ${floorBefore.seconds.toFixed(2)} s; building ...\n`);
+      const writeBack = await readAllAndWriteBack(keys);
+      process.stderr.write(
+        `bench: ${size.label}: floor ${floorBefore.seconds.toFixed(2)} s, with the write back ${writeBack.seconds.toFixed(2)} s; building ...\n`,
+      );
       const build = await buildArchive(session.id);
       const floorAfter = await readAllFromS3(keys);
       await checkArchive(session.id, build.zipBytes);
@@ -314,12 +366,13 @@ async function main() {
         label: size.label,
         bytes: size.bytes,
         floorSeconds: (floorBefore.seconds + floorAfter.seconds) / 2,
+        writeBackSeconds: writeBack.seconds,
         build,
       };
       results.push(result);
       console.log(
         `${size.label}: floor ${floorBefore.seconds.toFixed(2)}/${floorAfter.seconds.toFixed(2)} s, build ${build.seconds.toFixed(2)} s (row ${build.rowSeconds.toFixed(2)} s), ` +
-          `build/floor ${(build.seconds / result.floorSeconds).toFixed(2)}, CPU s worker/storage/gateway ${cpuText(build.cpu)}, zip ${mb(build.zipBytes)}, worker RSS idle ${mb(build.idleRss)} peak ${mb(build.peakRss)}`,
+          `build/floor ${(build.seconds / result.floorSeconds).toFixed(2)}, read + write back ${writeBack.seconds.toFixed(2)} s (build / that ${(build.seconds / writeBack.seconds).toFixed(2)}), CPU s worker/storage/gateway ${cpuText(build.cpu)}, zip ${mb(build.zipBytes)}, worker RSS idle ${mb(build.idleRss)} peak ${mb(build.peakRss)}`,
       );
       await api('DELETE', `/v1/sessions/${session.id}`);
     }
