@@ -227,7 +227,8 @@ function floorLines(rows, idle, floor) {
     '',
     `At rest the gateway holds ${restGap('gateway')} more than the bare front and storage ${restGap('storage')} ` +
       `more than the bare back: the framework, database client, queue client, logging and metrics loaded and ` +
-      `started. "Load adds" is what the byte path itself costs on each side.`,
+      `started. "Load adds" is what the byte path itself costs on each side; in the download rows, storage's and the ` +
+      `bare back's figures are the part buffers the uploads before them left (a download holds none).`,
   ];
 }
 
