@@ -236,8 +236,11 @@ const LOCAL_S3_STATE = join(process.env.UHP_DATA_DIR ? resolve(process.env.UHP_D
  * S3 server.
  */
 export function makeRoomInLocalS3(bytes) {
-  if (!existsSync(join(LOCAL_S3_STATE, 'initialised')) || !/^http:\/\/(127\.0\.0\.1|localhost):/.test(S3.endpoint))
-    return;
+  if (!existsSync(join(LOCAL_S3_STATE, 'initialised'))) return;
+  const port = /^rgw frontends = beast endpoint=127\.0\.0\.1:(\d+)/m.exec(
+    readFileSync(join(LOCAL_S3_STATE, 'ceph.conf'), 'utf8'),
+  )?.[1];
+  if (!port || !new RegExp(`^http://(127\\.0\\.0\\.1|localhost):${port}/?$`).test(S3.endpoint)) return;
   let answer;
   try {
     answer = execFileSync('bash', [join(ROOT, 'infra', 'local', 's3.sh'), 'reclaim'], {
