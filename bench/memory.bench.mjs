@@ -6,9 +6,10 @@
  *   1. BENCH_MEMORY_UPLOADS (25,100) concurrent uploads of BENCH_MEMORY_UPLOAD_SIZE (100MiB) each, per level;
  *   2. BENCH_MEMORY_DOWNLOADS (100,500) concurrent downloads of one BENCH_MEMORY_DOWNLOAD_SIZE (16MiB) file.
  * Each load at two levels: a peak that stays put as the load grows is bounded by configuration.
+ * "Idle" is sampled BENCH_MEMORY_REST_S (75) after start, once V8 has shrunk what start-up grew.
  * Samples VmRSS of gateway and storage every 50 ms and prints peak vs. idle (the baseline of the same run)
  * next to the documented ceiling: storage ≈ idle + STORAGE_MEMORY_BUDGET_BYTES + 128 MiB.
- * Then, BENCH_MEMORY_SETTLE_S (90) after the last upload, the RSS each has come back to.
+ * Then, BENCH_MEMORY_SETTLE_S (120) after the last upload, the RSS each has come back to.
  * Then the floor, unless BENCH_MEMORY_FLOOR=0: the same loads through the bare Node hops
  * (bench/support/bare-hops.mjs: no framework, database, logging or metrics) with storage's part size,
  * queue size and part-buffer budget, so what the byte path itself needs can be read apart from what our
@@ -53,7 +54,12 @@ const DOWNLOAD_SIZE = parseSize(process.env.BENCH_MEMORY_DOWNLOAD_SIZE ?? '16MiB
 // What the process needs beyond the part buffers (garbage of socket chunks between collections, the SDK's
 // requests): measured 85-105 MB from 25 to 100 concurrent uploads, so not growing with the load.
 const SOCKET_SLACK = 128 * MiB;
-const SETTLE_MS = Number(process.env.BENCH_MEMORY_SETTLE_S ?? 90) * 1000;
+const SETTLE_MS = Number(process.env.BENCH_MEMORY_SETTLE_S ?? 120) * 1000;
+// "Idle" is a process at rest: V8 grows its young generation to full size while a service starts up and
+// shrinks it back only when its memory reducer runs, a minute or so later (the gateway: 163 MB RSS 15 s
+// after start, 129 MB after 60 s). Measured too early, ours would look bigger at rest and the load would
+// seem to add less than it does.
+const REST_MS = Number(process.env.BENCH_MEMORY_REST_S ?? 75) * 1000;
 
 const rssOf = (pid) => {
   try {
@@ -163,7 +169,7 @@ async function floorOf(s3, settings, block) {
   const pids = { gateway: bare.pids.front, storage: bare.pids.back };
   const bareKey = (name) => `bench/bare-${name}`;
   try {
-    await sleep(2000);
+    await sleep(REST_MS);
     const idle = { gateway: rssOf(pids.gateway), storage: rssOf(pids.storage) };
     const rows = [];
     for (const count of UPLOAD_LEVELS) {
@@ -249,7 +255,7 @@ async function main() {
   await stack.start();
   const pids = { gateway: stack.pid('gateway'), storage: stack.pid('storage') };
   try {
-    await sleep(2000);
+    await sleep(REST_MS);
     const idle = { gateway: rssOf(pids.gateway), storage: rssOf(pids.storage) };
     const block = randomBytes(MiB);
 
@@ -279,7 +285,8 @@ async function main() {
     await remove(source.id);
     lastUploadEnd = Date.now();
     await stack.checkReady();
-    // Storage lets go of part buffers no upload has taken for 60 s (PART_BUFFER_IDLE_MS); by 90 s they are gone.
+    // Storage lets go of part buffers no upload has taken for 60 s (PART_BUFFER_IDLE_MS); the memory returns at
+    // V8's next collection, which an idle process may put off for a while.
     await sleep(Math.max(0, lastUploadEnd + SETTLE_MS - Date.now()));
     const settled = { gateway: rssOf(pids.gateway), storage: rssOf(pids.storage) };
     const floor = process.env.BENCH_MEMORY_FLOOR === '0' ? null : await floorOf(s3, settings, block);

@@ -82,6 +82,21 @@ describe('PartBufferPool', () => {
       expect(pool.allocatedBytes).toBe(KiB);
     });
 
+    it('lets a buffer go when it has been free for the idle time, not a sweep period later', async () => {
+      vi.useFakeTimers();
+      const pool = new PartBufferPool(4 * KiB, 60_000);
+      const [first, second] = await pool.acquireMany(KiB, 2);
+      pool.release(first);
+      await vi.advanceTimersByTimeAsync(20_000);
+      pool.release(second);
+      await vi.advanceTimersByTimeAsync(39_900);
+      expect(pool.allocatedBytes).toBe(2 * KiB);
+      await vi.advanceTimersByTimeAsync(200);
+      expect(pool.allocatedBytes).toBe(KiB);
+      await vi.advanceTimersByTimeAsync(19_900);
+      expect(pool.allocatedBytes).toBe(0);
+    });
+
     it('counts a dropped buffer out of the budget, so waiting uploads are not held back by memory it no longer has', async () => {
       vi.useFakeTimers();
       const pool = new PartBufferPool(2 * KiB, 60_000);

@@ -66,13 +66,20 @@ export class PartBufferPool {
     this.scheduleSweep();
   }
 
+  /** A timer for when the longest-free buffer reaches the idle time, while there is any free buffer. */
   private scheduleSweep(): void {
-    if (this.sweep || this.allocated === this.lent) return;
-    this.sweep = setTimeout(() => {
-      this.sweep = null;
-      this.dropIdle();
-      this.scheduleSweep();
-    }, this.idleMs / 2);
+    if (this.sweep) return;
+    let oldest = Infinity;
+    for (const list of this.free.values()) if (list.length > 0) oldest = Math.min(oldest, list[0].freeSince);
+    if (oldest === Infinity) return;
+    this.sweep = setTimeout(
+      () => {
+        this.sweep = null;
+        this.dropIdle();
+        this.scheduleSweep();
+      },
+      Math.max(0, oldest + this.idleMs - Date.now()),
+    );
     // A pool with free buffers must not keep the process alive.
     this.sweep.unref();
   }
