@@ -8,7 +8,7 @@
  * Each load at two levels: a peak that stays put as the load grows is bounded by configuration.
  * "Idle" is sampled BENCH_MEMORY_REST_S (75) after start, once V8 has shrunk what start-up grew.
  * Samples VmRSS of gateway and storage every 50 ms and prints peak vs. idle (the baseline of the same run)
- * next to the documented ceiling: storage ≈ idle + STORAGE_MEMORY_BUDGET_BYTES + 128 MiB.
+ * next to the documented ceiling: storage ≈ idle + STORAGE_MEMORY_BUDGET_BYTES + 160 MiB.
  * Then, BENCH_MEMORY_SETTLE_S (120) after the last upload, the RSS each has come back to.
  * Then the floor, unless BENCH_MEMORY_FLOOR=0: the same loads through the bare Node hops
  * (bench/support/bare-hops.mjs: no framework, database, logging or metrics) with storage's part size,
@@ -51,9 +51,10 @@ const UPLOAD_LEVELS = levels(process.env.BENCH_MEMORY_UPLOADS ?? '25,100');
 const UPLOAD_SIZE = parseSize(process.env.BENCH_MEMORY_UPLOAD_SIZE ?? '100MiB');
 const DOWNLOAD_LEVELS = levels(process.env.BENCH_MEMORY_DOWNLOADS ?? '100,500');
 const DOWNLOAD_SIZE = parseSize(process.env.BENCH_MEMORY_DOWNLOAD_SIZE ?? '16MiB');
-// What the process needs beyond the part buffers (garbage of socket chunks between collections, the SDK's
-// requests): measured 85-105 MB from 25 to 100 concurrent uploads, so not growing with the load.
-const SOCKET_SLACK = 128 * MiB;
+// What the process needs beyond the part buffers (the young generation regrown from rest, garbage of socket
+// chunks between collections, the SDK's requests, 500 download signings at once): measured 101-154 MB over
+// an idle at rest from 25 uploads to 500 downloads on 2026-12-05, so not growing with the load.
+const SOCKET_SLACK = 160 * MiB;
 const SETTLE_MS = Number(process.env.BENCH_MEMORY_SETTLE_S ?? 120) * 1000;
 // "Idle" is a process at rest: V8 grows its young generation to full size while a service starts up and
 // shrinks it back only when its memory reducer runs, a minute or so later (the gateway: 163 MB RSS 15 s
@@ -296,7 +297,7 @@ async function main() {
       `Machine: ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB; ` +
         `services at their default memory settings (STORAGE_MEMORY_BUDGET_BYTES ${settings.budgetBytes / MiB} MiB, ` +
         `${settings.partSize / MiB} MiB parts, ${settings.queueSize} in flight per upload), one principal with its ` +
-        `concurrency limits raised to the load. Storage ceiling = idle + budget + 128 MiB = ${mb(storageCeiling)}.`,
+        `concurrency limits raised to the load. Storage ceiling = idle + budget + 160 MiB = ${mb(storageCeiling)}.`,
       '',
       '| load | time | gateway idle → peak | storage idle → peak | storage peak / ceiling |',
       '|---|---|---|---|---|',
@@ -311,12 +312,8 @@ async function main() {
       ...(floor ? floorLines(rows, idle, floor) : []),
     ];
     console.log(lines.join('\n'));
-    const withinCeiling = rows
-      .filter((row) => row.kind === 'upload')
-      .every((row) => row.peak.storage <= storageCeiling);
-    console.log(
-      withinCeiling ? 'storage stayed under its documented ceiling while uploading' : 'storage went PAST its ceiling',
-    );
+    const withinCeiling = rows.every((row) => row.peak.storage <= storageCeiling);
+    console.log(withinCeiling ? 'storage stayed under its documented ceiling' : 'storage went PAST its ceiling');
     if (process.env.BENCH_MEMORY_NO_DOCS !== '1') {
       writeDocsSection(
         'memory',
