@@ -53,6 +53,10 @@ def start_soffice(soffice, profile, pipe_name):
         "--nolockcheck",
         "--nofirststartwizard",
         "-env:UserInstallation=" + uno.systemPathToFileUrl(profile),
+        # The shared extension cache lives under /var/spool/libreoffice, and the first soffice on the host to start
+        # creates it private to its uid (0700): a root soffice that ran unconfined once would leave every
+        # converter uid aborting at start with a DeploymentException. Each profile keeps its own, always empty.
+        "-env:UNO_SHARED_PACKAGES_CACHE=" + uno.systemPathToFileUrl(os.path.join(profile, "shared-packages")),
         "--accept=pipe,name=%s;urp;StarOffice.ComponentContext" % pipe_name,
     ]
     return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(), stderr=sys.stderr.fileno())
