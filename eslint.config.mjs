@@ -86,6 +86,12 @@ export default tseslint.config(
     },
   },
   {
+    // Plain CommonJS scripts that run as processes of their own (the image renderer): require() is how they load.
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs' },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
     // Tests and benchmarks carry literal data (XML fixtures, SQL, generated Markdown) whose lines are not
     // broken without changing it; their code and comments keep the limit.
     files: ['test/**', 'bench/**', '**/*.spec.ts'],

@@ -133,6 +133,19 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
+/** The worker's own process in the worker-preview container. */
+async function workerPid(): Promise<string> {
+  const pid = (
+    await exec('worker-preview', [
+      'sh',
+      '-c',
+      "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q 'dist/apps/worker/src/main.js' && echo ${p#/proc/}; done | head -n 1",
+    ])
+  ).stdout.trim();
+  expect(pid).toMatch(/^\d+$/);
+  return pid;
+}
+
 describe('previews in the worker container (uid 1000, default seccomp profile, no privileges)', () => {
   it('/readyz and the log say which isolation mode is in force; the network and other jobs are covered', async () => {
     expect(['namespace', 'seccomp']).toContain(isolation.network);
@@ -198,6 +211,14 @@ describe('previews in the worker container (uid 1000, default seccomp profile, n
     expect(hits).toEqual([]);
   });
 
+  it('an image is decoded by the confined renderer (node_modules readable to it): the worker never loads libvips', async () => {
+    const png = await sharp({ create: { width: 240, height: 90, channels: 3, background: '#08c' } })
+      .png()
+      .toBuffer();
+    expect(await imageSizes(await preview('chart.png', png, 'image/png'))).toContain('240x90');
+    expect((await exec('worker-preview', ['cat', `/proc/${await workerPid()}/maps`])).stdout).not.toContain('libvips');
+  });
+
   it('a process confined as the worker confines converters reads neither its environment nor another job, and connects nowhere', async () => {
     // The flags sandbox.ts gives a converter in the mode /readyz reports (no uid switch: the worker is uid 1000).
     const flags = [
@@ -206,14 +227,7 @@ describe('previews in the worker container (uid 1000, default seccomp profile, n
     ];
     const confine = ['python3', '-I', '-S', LAUNCHER, ...flags, '--'];
     await exec('worker-preview', ['mkdir', '-p', `${WORK_DIR}/probe-own`]);
-    const pid = (
-      await exec('worker-preview', [
-        'sh',
-        '-c',
-        "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q 'dist/apps/worker/src/main.js' && echo ${p#/proc/}; done | head -n 1",
-      ])
-    ).stdout.trim();
-    expect(pid).toMatch(/^\d+$/);
+    const pid = await workerPid();
     // Control: unconfined, the same uid reads both.
     expect((await exec('worker-preview', ['cat', `/proc/${pid}/environ`])).stdout).toContain('STORAGE_TOKEN=');
     expect((await exec('worker-preview', ['cat', `${PLANTED}/secret.txt`])).stdout).toContain(SECRET);

@@ -1,10 +1,12 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, containerUpload, newSession } from '../support/api';
 import { db } from '../support/db';
@@ -33,6 +35,21 @@ async function conversions(): Promise<number> {
     .split('\n')
     .filter((line) => line.startsWith('uhp_preview_conversions_total{'))
     .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
+}
+
+/** The shared e2e stack's worker: the process running the built worker with this stack's WORKER_PORT. */
+function e2eWorkerPid(): number {
+  for (const entry of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      const environ = readFileSync(`/proc/${entry}/environ`, 'utf8').split('\0');
+      if (cmdline.includes('apps/worker/src/main.js') && environ.includes(`WORKER_PORT=${E2E_PORT_BASE + 2}`))
+        return Number(entry);
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  throw new Error('the e2e worker is not running');
 }
 
 async function artifact(filename: string, data: Buffer | string, type?: string) {
@@ -86,6 +103,19 @@ describe('PDF previews through the worker', () => {
     expect(answers.map((a) => a.status)).toEqual(Array(21).fill(200));
     expect(new Set(answers.map((a) => a.body.toString('base64'))).size).toBe(1);
     expect(await conversions()).toBe(before + 1);
+  });
+
+  it('converts an image in a renderer process of its own: the worker never loads libvips', async () => {
+    const png = await sharp({ create: { width: 240, height: 90, channels: 3, background: '#08c' } })
+      .png()
+      .toBuffer();
+    const { path } = await artifact('chart.png', png, 'image/png');
+    const res = await api('GET', path);
+    expect(res.status).toBe(200);
+    const pdf = join(dir, 'chart.pdf');
+    await writeFile(pdf, res.body);
+    expect(execFileSync('pdfimages', ['-list', pdf], { encoding: 'utf8' })).toMatch(/\s240\s+90\s/);
+    expect(readFileSync(`/proc/${e2eWorkerPid()}/maps`, 'utf8')).not.toContain('libvips');
   });
 
   it('serves a PDF as is', async () => {

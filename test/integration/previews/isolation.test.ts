@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { chmod, mkdir, mkdtemp, readFile, readlink, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -9,6 +9,7 @@ import { promisify } from 'node:util';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPreviewConverters, type PreviewConverters } from '../../../apps/worker/src/previews/converter.registry';
+import { IMAGE_RENDER_SCRIPT } from '../../../apps/worker/src/previews/image/image.converter';
 import { cleanEnvironment, SANDBOX_UIDS, uidOf } from '../../../apps/worker/src/previews/sandbox/sandbox';
 import { docx, odpLinkingImages, paragraph, pdfText } from '../../support/preview-fixtures';
 
@@ -59,6 +60,20 @@ async function imageSizes(pdf: string): Promise<string[]> {
     .slice(2)
     .filter((line) => line.trim())
     .map((line) => line.trim().split(/\s+/).slice(3, 5).join('x'));
+}
+
+/** The image renderer, as the image converter starts it, asked to render `path` (exit 0: it could read it). */
+async function renderImage(converters: PreviewConverters, path: string) {
+  const { image } = converters;
+  return converters.runner.run({
+    command: process.execPath,
+    args: [IMAGE_RENDER_SCRIPT, 'render', path, join(image.dir, `${randomUUID()}.pdf`), '1000000', '4000'],
+    identity: image.identity,
+    limits: {},
+    env: cleanEnvironment(image.dir),
+    cwd: image.dir,
+    timeoutMs: 20_000,
+  });
 }
 
 /** A command run the way converters are, in a converter's own (fresh) directory. */
@@ -113,6 +128,10 @@ beforeAll(async () => {
   await chmod(publicDir, 0o755);
   await writeFile(join(publicDir, 'public.svg'), svg(PUBLIC_SECRET), { mode: 0o644 });
   await writeFile(join(publicDir, 'public.txt'), `${PUBLIC_SECRET}\n`, { mode: 0o644 });
+  await sharp({ create: { width: 321, height: 123, channels: 3, background: '#0c0' } })
+    .png()
+    .toFile(join(publicDir, 'public.png'));
+  await chmod(join(publicDir, 'public.png'), 0o644);
   server = createServer((req, res) => {
     serverHits.push(req.url ?? '');
     res.setHeader('content-type', 'image/svg+xml');
@@ -213,6 +232,8 @@ it('control: with no isolation the same process and LibreOffice reach all of it 
       expect((await confined(open, '/bin/cat', [join(otherJob, 'secret.txt')])).stdout).toContain(OTHER_JOB_SECRET);
     const port = new URL(serverUrl).port;
     expect((await confined(open, '/bin/bash', ['-c', `echo > /dev/tcp/127.0.0.1/${port}`])).code).toBe(0);
+    expect((await renderImage(open, join(publicDir, 'public.png'))).code).toBe(0);
+    if (isRoot) expect((await renderImage(open, join(otherJob, 'secret.png'))).code).toBe(0);
     // LibreOffice itself (hardened profile and all) embeds a linked image when nothing keeps it from the file or
     // the server.
     serverHits = [];
@@ -265,6 +286,20 @@ describe.each([
     expect(include).not.toContain(ENV_SECRET);
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(serverHits).toEqual([]);
+  });
+
+  it('images: decoded by a renderer process that runs confined and reads no image but its own', async () => {
+    const pdf = await convert(converters(), 'own.png', await readFile(join(publicDir, 'public.png')), 'image/png');
+    expect(await imageSizes(pdf)).toContain('321x123');
+    for (const path of [join(otherJob, 'secret.png'), join(publicDir, 'public.png')]) {
+      const result = await renderImage(converters(), path);
+      expect(result.code, path).not.toBe(0);
+      expect(result.stdout, path).toMatch(/"failure":"corrupt_document","message":"not a readable image/);
+    }
+    if (converters().isolation.filesystem === 'uid') {
+      const owner = (await stat(converters().image.dir)).uid;
+      expect(owner).toBe(uidOf(converters().isolation, { uidOffset: SANDBOX_UIDS.image }));
+    }
   });
 
   it('Chromium: file:// references to another job and external URLs bring nothing in', async () => {

@@ -87,7 +87,8 @@ export async function createPreviewConverters(overrides: PreviewConverterOverrid
   await validator.prepare();
   const office = new OfficeConverter(options, runner, validator);
   const chromium = new ChromiumConverter(options, runner, validator);
-  const image = new ImageConverter(options);
+  const image = new ImageConverter(options, runner, validator);
+  await image.prepare();
   const pdf = new PdfPassthroughConverter(validator, options.maxOutputBytes);
   const registry = new ConverterRegistry([pdf, office, chromium, image]);
   return { registry, office, chromium, image, pdf, options, isolation, runner };

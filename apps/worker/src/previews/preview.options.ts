@@ -56,6 +56,8 @@ export interface PreviewConverterOptions {
     maxInputPixels: number;
     /** Longest side in pixels placed on the page; larger images are scaled down first. */
     maxPlacedPixels: number;
+    /** Address-space limit of the renderer process (RLIMIT_AS): Node alone reserves about 1 GiB. */
+    addressSpaceBytes: number;
   };
   /** Files written by converter processes are capped at this size (RLIMIT_FSIZE); the largest PDF passed through. */
   maxOutputBytes: number;
@@ -81,7 +83,7 @@ export const DEFAULT_PREVIEW_OPTIONS: PreviewConverterOptions = {
     pythonPath: '/usr/bin/python3',
   },
   chromium: { executablePath: '/usr/bin/chromium', maxInputBytes: 20 * MiB, maxConversionsPerBrowser: 500 },
-  image: { maxInputBytes: 50 * MiB, maxInputPixels: 100_000_000, maxPlacedPixels: 4000 },
+  image: { maxInputBytes: 50 * MiB, maxInputPixels: 100_000_000, maxPlacedPixels: 4000, addressSpaceBytes: 3072 * MiB },
   maxOutputBytes: 512 * MiB,
   qpdfPath: '/usr/bin/qpdf',
 };

@@ -1,138 +1,136 @@
-import { writeFile } from 'node:fs/promises';
-import type sharpModule from 'sharp';
-import { ConversionError, toConversionError } from '../conversion.error';
+import { randomBytes } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { previewTypeOf } from '@app/contracts';
-import { assertInputSize, readCapped } from '../input-limits';
+import { ConversionError, toConversionError, type ConversionFailure } from '../conversion.error';
+import { assertInputSize } from '../input-limits';
 import type { Availability, ConversionInput, ConversionOutput, PdfConverter } from '../pdf-converter';
-import { hasPdfHeader } from '../pdf/pdf.validator';
+import type { PdfValidator } from '../pdf/pdf.validator';
 import type { PreviewConverterOptions } from '../preview.options';
-import { pagePlacement } from './page-layout';
+import {
+  cleanEnvironment,
+  SANDBOX_UIDS,
+  type ProcessRunner,
+  type SandboxIdentity,
+  type SandboxLimits,
+} from '../sandbox/sandbox';
+import { REFUSED } from './image-render.cjs';
 
-const DECODABLE = new Set(['png', 'jpeg', 'gif', 'webp']);
-
-/** sharp and pdf-lib load with the first image, not at start: an idle worker does not carry them. */
-const loadSharp = async (): Promise<typeof sharpModule> => (await import('sharp')).default;
-const loadPdfLib = () => import('pdf-lib');
+/** The renderer's script, beside this file in the source tree and in dist/ (a Nest asset). */
+export const IMAGE_RENDER_SCRIPT = join(__dirname, 'image-render.cjs');
+/** Where sharp, libvips and pdf-lib are installed: the renderer may read it, and nothing else of the app's. */
+const NODE_MODULES = dirname(dirname(createRequire(__filename).resolve('sharp/package.json')));
+const PROBE_TIMEOUT_MS = 15_000;
+const PERMANENT_REFUSALS: ReadonlySet<ConversionFailure> = new Set(['too_large', 'corrupt_document']);
 
 /**
- * png, jpeg, gif and webp laid on a PDF page, in process: sharp (libvips, prebuilt from npm) decodes
- * and normalises, pdf-lib writes the page. A JPEG that needs no rotation or scaling is embedded as
- * is; everything else is re-encoded (PNG when it has transparency, JPEG otherwise). Animated images
- * show their first frame.
+ * png, jpeg, gif and webp laid on a PDF page by image-render.cjs: one Node process per image, confined like
+ * every converter (its own uid or Landlock, no network, an address-space and file-size limit), so a hostile image
+ * meets libvips outside the worker and the worker never loads sharp or pdf-lib. The PDF it writes is checked by
+ * qpdf and copied out of its directory as a regular file only.
  */
 export class ImageConverter implements PdfConverter {
   readonly name = 'image';
   readonly version = '1';
   readonly maxInputBytes: number;
+  /** The renderer's own directory: its input is copied in, its PDF copied out. */
+  readonly dir: string;
+  readonly identity: SandboxIdentity;
+  private readonly limits: SandboxLimits;
+  private probed: Availability | null = null;
 
-  constructor(private readonly options: PreviewConverterOptions) {
+  constructor(
+    private readonly options: PreviewConverterOptions,
+    private readonly runner: ProcessRunner,
+    private readonly validator: PdfValidator,
+  ) {
     this.maxInputBytes = options.image.maxInputBytes;
+    this.dir = join(options.workDir, 'image');
+    this.identity = {
+      uidOffset: SANDBOX_UIDS.image,
+      writable: [this.dir],
+      readable: [IMAGE_RENDER_SCRIPT, NODE_MODULES],
+    };
+    this.limits = { addressSpaceBytes: options.image.addressSpaceBytes, maxFileBytes: options.maxOutputBytes };
+  }
+
+  /** The renderer's own directory, owned by its uid (call once before use). */
+  async prepare(): Promise<void> {
+    await this.runner.makeOwnDir(this.dir, this.identity);
   }
 
   accepts(input: { contentType: string; filename: string }): boolean {
     return previewTypeOf(input)?.kind === 'image';
   }
 
+  /** sharp's decoders cannot change while the worker runs: a successful probe is not repeated. */
   async available(): Promise<Availability> {
-    const sharp = await loadSharp();
-    const missing = [...DECODABLE].filter(
-      (format) => !(sharp.format as unknown as Record<string, { input?: { file?: boolean } }>)[format]?.input?.file,
-    );
-    return missing.length ? { ok: false, reason: `sharp cannot decode ${missing.join(', ')}` } : { ok: true };
+    if (this.probed?.ok) return this.probed;
+    const result = await this.renderer(['probe'], PROBE_TIMEOUT_MS);
+    if (result.code !== 0) return { ok: false, reason: `the image renderer did not start: ${lastLines(result)}` };
+    const { missing } = JSON.parse(lastLine(result.stdout)) as { missing: string[] };
+    this.probed = missing.length ? { ok: false, reason: `sharp cannot decode ${missing.join(', ')}` } : { ok: true };
+    return this.probed;
   }
 
   async convert(input: ConversionInput, output: ConversionOutput, signal: AbortSignal): Promise<void> {
     if (!this.accepts(input))
       throw new ConversionError('unsupported_type', `not an image: ${input.filename} (${input.contentType})`);
+    const id = randomBytes(8).toString('hex');
+    const source = join(this.dir, `${id}-source`);
+    const pdf = join(this.dir, `${id}.pdf`);
     try {
       await assertInputSize(input.path, this.maxInputBytes, 'images');
-      const pdf = await this.render(input.path, signal);
-      if (!hasPdfHeader(Buffer.from(pdf.subarray(0, 1024))))
-        throw new ConversionError('invalid_output', 'pdf-lib wrote no PDF header');
-      // The in-process check: the bytes parse back into a document with one page.
-      const { PDFDocument } = await loadPdfLib();
-      const check = await PDFDocument.load(pdf, { updateMetadata: false });
-      if (check.getPageCount() !== 1)
-        throw new ConversionError('invalid_output', `expected 1 page, got ${check.getPageCount()}`);
-      if (signal.aborted) throw new ConversionError('aborted', 'conversion aborted');
-      await writeFile(output.path, pdf);
+      await this.runner.copyInto(input.path, source, this.identity);
+      const { maxInputPixels, maxPlacedPixels } = this.options.image;
+      const result = await this.renderer(
+        ['render', source, pdf, String(maxInputPixels), String(maxPlacedPixels)],
+        this.options.timeoutMs,
+        signal,
+      );
+      if (result.code === REFUSED) throw refusal(result.stdout);
+      if (result.code !== 0)
+        throw new ConversionError(
+          'process_crashed',
+          `the image renderer exited ${result.code ?? result.signal}: ${lastLines(result)}`,
+        );
+      await this.validator.check(pdf, 'invalid_output', signal, { identity: this.identity, home: this.dir });
+      await this.runner.copyOut(pdf, output.path);
     } catch (error) {
       throw toConversionError(error, signal);
+    } finally {
+      await Promise.all([rm(source, { force: true }), rm(pdf, { force: true })]);
     }
   }
 
   async close(): Promise<void> {}
 
-  private async render(path: string, signal: AbortSignal): Promise<Uint8Array> {
-    const { maxInputPixels, maxPlacedPixels } = this.options.image;
-    const sharp = await loadSharp();
-    const source = sharp(path, {
-      limitInputPixels: maxInputPixels,
-      failOn: 'error',
-      animated: false,
-      sequentialRead: true,
+  private renderer(args: string[], timeoutMs: number, signal?: AbortSignal) {
+    return this.runner.run({
+      command: process.execPath,
+      args: [IMAGE_RENDER_SCRIPT, ...args],
+      identity: this.identity,
+      limits: this.limits,
+      env: cleanEnvironment(this.dir),
+      cwd: this.dir,
+      timeoutMs,
+      signal,
     });
-    let metadata: sharpModule.Metadata;
-    try {
-      metadata = await source.metadata();
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      if (/pixel limit/i.test(message))
-        throw new ConversionError('too_large', `image is over ${maxInputPixels} pixels`, { cause: error });
-      throw new ConversionError('corrupt_document', `not a readable image: ${message}`, { cause: error });
-    }
-    if (!metadata.format || !DECODABLE.has(metadata.format))
-      throw new ConversionError(
-        'corrupt_document',
-        `decoded as ${metadata.format ?? 'nothing'}, not png/jpeg/gif/webp`,
-      );
-    if (!metadata.width || !metadata.height) throw new ConversionError('corrupt_document', 'image has no size');
-    if (metadata.width * metadata.height > maxInputPixels)
-      throw new ConversionError('too_large', `image is over ${maxInputPixels} pixels`);
-    const rotated = (metadata.orientation ?? 1) >= 5;
-    const width = rotated ? metadata.height : metadata.width;
-    const height = rotated ? metadata.width : metadata.height;
-    const isPlainJpeg =
-      metadata.format === 'jpeg' &&
-      (metadata.orientation ?? 1) === 1 &&
-      metadata.space !== 'cmyk' &&
-      Math.max(width, height) <= maxPlacedPixels;
-
-    let bytes: Buffer;
-    let kind: 'jpeg' | 'png';
-    try {
-      if (isPlainJpeg) {
-        bytes = await readCapped(path, this.maxInputBytes, 'images');
-        kind = 'jpeg';
-      } else {
-        const pipeline = sharp(path, { limitInputPixels: maxInputPixels, failOn: 'error', animated: false })
-          .rotate()
-          .resize({ width: maxPlacedPixels, height: maxPlacedPixels, fit: 'inside', withoutEnlargement: true })
-          .toColourspace('srgb');
-        kind = metadata.hasAlpha ? 'png' : 'jpeg';
-        bytes =
-          kind === 'png'
-            ? await pipeline.png({ compressionLevel: 6 }).toBuffer()
-            : await pipeline.jpeg({ quality: 90 }).toBuffer();
-      }
-    } catch (error) {
-      if (error instanceof ConversionError) throw error;
-      throw new ConversionError(
-        'corrupt_document',
-        `cannot decode the image: ${error instanceof Error ? error.message : String(error)}`,
-        { cause: error },
-      );
-    }
-    if (signal.aborted) throw new ConversionError('aborted', 'conversion aborted');
-
-    const { PDFDocument } = await loadPdfLib();
-    const document = await PDFDocument.create();
-    document.setProducer('uhp-files previews');
-    document.setCreator('uhp-files previews');
-    const image = kind === 'jpeg' ? await document.embedJpg(bytes) : await document.embedPng(bytes);
-    const placement = pagePlacement(image.width, image.height);
-    const page = document.addPage([placement.pageWidth, placement.pageHeight]);
-    page.drawImage(image, { x: placement.x, y: placement.y, width: placement.width, height: placement.height });
-    return document.save();
   }
+}
+
+const lastLine = (text: string) => text.trim().split('\n').at(-1) ?? '';
+const lastLines = (result: { stdout: string; stderr: string }) =>
+  (result.stderr || result.stdout).trim().split('\n').slice(-3).join(' ');
+
+/** The renderer's refusal line, as the permanent failure it names; anything else it printed is a crash. */
+function refusal(stdout: string): ConversionError {
+  try {
+    const { failure, message } = JSON.parse(lastLine(stdout)) as { failure: ConversionFailure; message: string };
+    if (PERMANENT_REFUSALS.has(failure)) return new ConversionError(failure, message);
+  } catch {
+    // not the renderer's line
+  }
+  return new ConversionError('process_crashed', `the image renderer refused without a reason: ${lastLine(stdout)}`);
 }

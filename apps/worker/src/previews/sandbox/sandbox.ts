@@ -40,10 +40,19 @@ export interface IsolationMode {
   notes: string[];
 }
 
-/** Offsets from the base uid: one uid per LibreOffice pool slot (up to 16), Chromium, the tools, the probe. */
-export const SANDBOX_UIDS = { officeSlot: (slot: number) => slot, chromium: 16, tools: 17, probe: 18 } as const;
+/**
+ * Offsets from the base uid: one uid per LibreOffice pool slot (up to 16), Chromium, the tools, the probe, the
+ * image renderer.
+ */
+export const SANDBOX_UIDS = {
+  officeSlot: (slot: number) => slot,
+  chromium: 16,
+  tools: 17,
+  probe: 18,
+  image: 19,
+} as const;
 /** How many uids from the base a worker uses. */
-export const SANDBOX_UID_COUNT = 19;
+export const SANDBOX_UID_COUNT = 20;
 
 /** Who a converter process runs as, and what it may touch. */
 export interface SandboxIdentity {
