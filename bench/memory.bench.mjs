@@ -9,7 +9,8 @@
  * "Idle" is sampled BENCH_MEMORY_REST_S (75) after start, once V8 has shrunk what start-up grew.
  * Samples VmRSS of gateway and storage every 50 ms and prints peak vs. idle (the baseline of the same run)
  * next to the documented ceiling: storage ≈ idle + STORAGE_MEMORY_BUDGET_BYTES + 160 MiB.
- * Then, BENCH_MEMORY_SETTLE_S (120) after the last upload, the RSS each has come back to.
+ * Then, BENCH_MEMORY_SETTLE_S (120) after the last upload, the RSS each has come back to; and the worker's RSS
+ * at rest (previews on), sampled with the others' idle.
  * Then the floor, unless BENCH_MEMORY_FLOOR=0: the same loads through the bare Node hops
  * (bench/support/bare-hops.mjs: no framework, database, logging or metrics) with storage's part size,
  * queue size and part-buffer budget, so what the byte path itself needs can be read apart from what our
@@ -258,6 +259,8 @@ async function main() {
   try {
     await sleep(REST_MS);
     const idle = { gateway: rssOf(pids.gateway), storage: rssOf(pids.storage) };
+    // The worker as it idles between jobs, previews on (its converters checked at start, none running).
+    const workerIdle = rssOf(stack.pid('worker'));
     const block = randomBytes(MiB);
 
     const rows = [];
@@ -309,6 +312,9 @@ async function main() {
       '',
       `${SETTLE_MS / 1000} s after the last upload: gateway ${mb(settled.gateway)}, storage ${mb(settled.storage)} ` +
         `(idle before the loads: ${mb(idle.gateway)}, ${mb(idle.storage)}).`,
+      '',
+      `The worker at rest (previews on, ${REST_MS / 1000} s after start): ${mb(workerIdle)} — target < 150 MB ` +
+        `${workerIdle < 150e6 ? 'met' : 'missed'}.`,
       ...(floor ? floorLines(rows, idle, floor) : []),
     ];
     console.log(lines.join('\n'));
