@@ -105,7 +105,8 @@ export class ServiceStack {
         cwd: ROOT,
         // As in the images (infra/docker/Dockerfile): glibc keeps up to 32 MiB of freed heap.
         env: {
-          GLIBC_TUNABLES: 'glibc.malloc.trim_threshold=33554432:glibc.malloc.mmap_threshold=4194304',
+          GLIBC_TUNABLES:
+            'glibc.malloc.trim_threshold=33554432:glibc.malloc.mmap_threshold=4194304:glibc.malloc.arena_max=2',
           ...process.env,
           ...this.env,
         },

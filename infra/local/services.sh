@@ -45,7 +45,7 @@ wait_ready() {
 }
 
 # As in the images: glibc keeps up to 32 MiB of freed heap rather than faulting it in again after each GC.
-export GLIBC_TUNABLES="${GLIBC_TUNABLES:-glibc.malloc.trim_threshold=33554432:glibc.malloc.mmap_threshold=4194304}"
+export GLIBC_TUNABLES="${GLIBC_TUNABLES:-glibc.malloc.trim_threshold=33554432:glibc.malloc.mmap_threshold=4194304:glibc.malloc.arena_max=2}"
 
 start() {
   [[ -f "$ROOT/dist/apps/gateway/src/main.js" ]] || { echo "services: not built; run 'npm run build' first" >&2; exit 1; }

@@ -7,7 +7,8 @@ import { stackEnv } from './env';
 const ROOT = resolve(__dirname, '../..');
 const LOG_DIR = join(ROOT, '.data', 'test-logs');
 /** As in the images (infra/docker/Dockerfile): glibc keeps up to 32 MiB of freed heap, not faulting it in again. */
-const SERVICE_GLIBC_TUNABLES = 'glibc.malloc.trim_threshold=33554432:glibc.malloc.mmap_threshold=4194304';
+const SERVICE_GLIBC_TUNABLES =
+  'glibc.malloc.trim_threshold=33554432:glibc.malloc.mmap_threshold=4194304:glibc.malloc.arena_max=2';
 
 export type ServiceName = 'storage' | 'gateway' | 'worker';
 const PORT_OFFSET: Record<ServiceName, number> = { gateway: 0, storage: 1, worker: 2 };
