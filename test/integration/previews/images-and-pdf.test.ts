@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -92,6 +92,32 @@ describe('images on PDF pages', () => {
       .toBuffer();
     const out = await convert('rotated.jpeg', rotated);
     expect(await images(out)).toContainEqual({ width: 100, height: 300 });
+  });
+
+  it('many images at once: each PDF holds its own image, failures stay apart, the renderer leaves no file', async () => {
+    const sizes = [101, 102, 103, 104, 105, 106, 107, 108];
+    const results = await Promise.allSettled([
+      ...sizes.map(async (width) =>
+        convert(
+          `many-${width}.png`,
+          await sharp({ create: { width, height: 50, channels: 3, background: 'green' } })
+            .png()
+            .toBuffer(),
+        ),
+      ),
+      convert('many-broken-1.png', randomBytes(2048)),
+      convert('many-broken-2.jpg', randomBytes(2048)),
+    ]);
+    for (const [i, width] of sizes.entries()) {
+      const result = results[i]!;
+      expect(result.status).toBe('fulfilled');
+      if (result.status === 'fulfilled') expect(await images(result.value)).toEqual([{ width, height: 50 }]);
+    }
+    for (const result of results.slice(sizes.length)) {
+      expect(result.status).toBe('rejected');
+      if (result.status === 'rejected') expect((result.reason as ConversionError).failure).toBe('corrupt_document');
+    }
+    expect(await readdir(converters.image.dir)).toEqual([]);
   });
 
   it('random bytes named .png are a permanent corrupt_document', async () => {
