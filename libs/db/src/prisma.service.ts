@@ -2,6 +2,13 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import { Pool } from 'pg';
 import { PrismaClient, type Prisma } from './generated/client';
 
+/**
+ * Every interactive transaction may wait this long to start (a pool waiting for a connection, or a
+ * database still warming up while the pods start: Prisma's default 2 s made a gateway exit at boot)
+ * and run this long.
+ */
+const TRANSACTION_TIMEOUTS = { maxWait: 10_000, timeout: 30_000 } as const;
+
 /** The one Prisma client of a process, on the pg driver adapter (no native query engine). */
 export class PrismaService extends PrismaClient {
   /** The connections Prisma runs on, shared with the few reads that stream rows past it (see poolOf). */
@@ -9,7 +16,7 @@ export class PrismaService extends PrismaClient {
 
   constructor(databaseUrl: string, poolSize = 10) {
     const pool = new Pool({ connectionString: databaseUrl, max: poolSize });
-    super({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
+    super({ adapter: new PrismaPg(pool, { disposeExternalPool: true }), transactionOptions: TRANSACTION_TIMEOUTS });
     this.pool = pool;
   }
 

@@ -91,9 +91,6 @@ class TransactionWork extends Work {
   }
 }
 
-/** Transactions take at most this long to start (a pool waiting for a connection) and to run. */
-const TRANSACTION_TIMEOUTS = { maxWait: 10_000, timeout: 30_000 };
-
 @Injectable()
 export class PrismaUnitOfWork extends UnitOfWork {
   constructor(
@@ -112,7 +109,7 @@ export class PrismaUnitOfWork extends UnitOfWork {
       result = await this.prisma.$transaction(async (tx) => {
         work.current = new TransactionWork(tx);
         return fn(work.current);
-      }, TRANSACTION_TIMEOUTS);
+      });
     } catch (error) {
       await this.stager.discard(staged);
       throw error;
