@@ -6,7 +6,7 @@ import { api, containerUpload, newSession, type ApiResponse, type Who } from '..
 import { db } from '../support/db';
 import { E2E_BASE_URL, ownQueues, testPort } from '../support/env';
 import { pollUntil } from '../support/poll';
-import { objectExists } from '../support/s3';
+import { deleteObject, objectExists } from '../support/s3';
 import { Stack } from '../support/stack';
 import { centralDirectory, extractWithUnzip, listWithUnzip } from '../support/zip';
 
@@ -195,6 +195,33 @@ describe('session archives', () => {
     expect(centralDirectory(after.body).map((entry) => entry.name)).toEqual(['one.txt', 'two.txt']);
     await pollUntil(async () => !(await objectExists(oldKey!)), 'superseded archive purged from the bucket', 20_000);
     expect(await archiveObjectKeys(session.id)).toHaveLength(1);
+  });
+
+  it('builds again when the cached ZIP has left the bucket, however many ask at once', async () => {
+    const session = await newSession();
+    await containerUpload(session.container_id, 'kept.txt', `kept ${randomBytes(6).toString('hex')}\n`, {
+      type: 'text/plain',
+    });
+    expect((await fetchArchive(session.id)).res.status).toBe(200);
+    const [lostKey] = await archiveObjectKeys(session.id);
+    await deleteObject(lostKey!);
+    const answers = await Promise.all(Array.from({ length: 6 }, () => api('GET', archivePath(session.id))));
+    const lost = answers.filter((answer) => answer.status === 503);
+    // Whoever read the lost row hears a 503 with Retry-After; whoever came after it waits for the new build.
+    expect(lost.length).toBeGreaterThan(0);
+    for (const answer of answers) expect([200, 202, 503]).toContain(answer.status);
+    for (const answer of lost) {
+      expect(answer.json.error.code).toBe('service_unavailable');
+      expect(answer.json.error.message).toMatch(/missing from storage/);
+      expect(answer.headers.get('retry-after')).toBe('2');
+    }
+    const { res } = await fetchArchive(session.id);
+    expect(res.status).toBe(200);
+    await expectArchiveHoldsArtifacts(session.id, res.body);
+    const keys = await archiveObjectKeys(session.id);
+    expect(keys).toHaveLength(1);
+    expect(keys[0]).not.toBe(lostKey);
+    expect(await objectExists(keys[0]!)).toBe(true);
   });
 
   it('drops the archive with an artifact or a container deleted from the session: no stale copy of their bytes is kept', async () => {

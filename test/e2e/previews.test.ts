@@ -13,7 +13,7 @@ import { db } from '../support/db';
 import { E2E_PORT_BASE, ownQueues, TEST_DATABASE_URL, testPort } from '../support/env';
 import { pollUntil } from '../support/poll';
 import { docx, paragraph, pdfText } from '../support/preview-fixtures';
-import { objectExists } from '../support/s3';
+import { deleteObject, objectExists } from '../support/s3';
 import { Stack } from '../support/stack';
 
 let dir: string;
@@ -106,7 +106,8 @@ describe('PDF previews through the worker', () => {
   });
 
   it('converts an image in a renderer process of its own: the worker never loads libvips', async () => {
-    const png = await sharp({ create: { width: 240, height: 90, channels: 3, background: '#08c' } })
+    const background = `#${randomBytes(3).toString('hex')}`; // content of this run's own: previews are cached by content
+    const png = await sharp({ create: { width: 240, height: 90, channels: 3, background } })
       .png()
       .toBuffer();
     const { path } = await artifact('chart.png', png, 'image/png');
@@ -189,6 +190,42 @@ describe('PDF previews through the worker', () => {
     } finally {
       server.close();
     }
+  });
+
+  it('converts again once when the cached PDF has left the bucket, however many ask at once', async () => {
+    const marker = `lost-${randomBytes(6).toString('hex')}`;
+    const { file, path } = await artifact('lost.txt', marker, 'text/plain');
+    expect((await api('GET', path)).status).toBe(200);
+    const { rows } = await db.query(
+      'SELECT o.id, o.storage_key FROM previews p JOIN stored_objects o ON o.id = p.object_id WHERE p.sha256 = $1',
+      [file.sha256],
+    );
+    expect(rows).toHaveLength(1);
+    await deleteObject(rows[0].storage_key);
+    const before = await conversions();
+    const answers = await Promise.all(Array.from({ length: 8 }, () => api('GET', path)));
+    const lost = answers.filter((answer) => answer.status === 502);
+    // Whoever read the lost row hears a retryable 502; whoever came after it is served the new PDF.
+    expect(lost.length).toBeGreaterThan(0);
+    expect(answers.filter((answer) => answer.status !== 502).map((answer) => answer.status)).toEqual(
+      Array(answers.length - lost.length).fill(200),
+    );
+    for (const answer of lost) {
+      expect(answer.json.error).toMatchObject({ type: 'server_error', code: 'preview_failed' });
+      expect(answer.json.error.message).toMatch(/missing from storage/);
+      expect(answer.headers.get('x-should-retry')).toBeNull();
+    }
+    const again = await api('GET', path);
+    expect(again.status).toBe(200);
+    expect(await textOf(again.body)).toContain(marker);
+    expect(await conversions()).toBe(before + 1);
+    // The lost PDF's object lost its one reference: the purge takes its row (and a key that is no longer there).
+    await pollUntil(
+      async () =>
+        (await db.query('SELECT 1 FROM stored_objects WHERE id = $1 AND ref_count > 0', [rows[0].id])).rowCount === 0,
+      "the lost PDF's object released",
+      20_000,
+    );
   });
 
   it('keeps previews in scope, and purges a preview once no artifact has its content', async () => {

@@ -59,7 +59,16 @@ export function gatewayServices(options: { config?: Record<string, string>; agen
   const inputs = new ResponseInputs(config, platform.sessions, platform.files, platform.stager);
   const responses = new ResponsesService(config, platform.uow, platform.responses, inputs, agents, runner);
   const converters = new ConverterAvailability(config, platform.converterStatus);
-  const previews = new PreviewsService(config, containerFiles, platform.previews, converters, downloads, platform.jobs);
+  const previews = new PreviewsService(
+    config,
+    containerFiles,
+    platform.previews,
+    converters,
+    downloads,
+    platform.jobs,
+    platform.uow,
+    silentLogger,
+  );
   const archives = new ArchivesService(
     platform.sessions,
     platform.containerFiles,
@@ -67,6 +76,8 @@ export function gatewayServices(options: { config?: Record<string, string>; agen
     platform.jobs,
     downloads,
     config,
+    platform.uow,
+    silentLogger,
   );
   return { platform, config, files, sessions, containers, containerFiles, responses, previews, archives, converters };
 }

@@ -644,6 +644,21 @@ export class MemoryPreviews extends PreviewRepository {
     return true;
   }
 
+  override async dropLost(principalId: string, id: string, objectId: string): Promise<string[]> {
+    const t = this.memory.tables;
+    const before = t.previews.length;
+    t.previews = t.previews.filter(
+      (preview) =>
+        !(
+          preview.id === id &&
+          preview.principalId === principalId &&
+          preview.status === 'READY' &&
+          preview.objectId === objectId
+        ),
+    );
+    return t.previews.length < before ? [objectId] : [];
+  }
+
   override async markFailed(id: string, generation: number, failure: PreviewFailure): Promise<void> {
     const row = this.memory.tables.previews.find(
       (preview) => preview.id === id && preview.status === 'PENDING' && preview.generation === generation,
@@ -820,6 +835,14 @@ export class MemoryArchives extends ArchiveRepository {
         (archive.status === 'pending' || archive.status === 'building'),
     );
     if (row) Object.assign(row, { status: 'failed', error, updatedAt: new Date() });
+  }
+
+  override async dropLost(principalId: string, id: string): Promise<string[]> {
+    const gone = this.memory.tables.archives.filter(
+      (archive) => archive.id === id && archive.principalId === principalId && archive.status === 'ready',
+    );
+    this.memory.tables.archives = this.memory.tables.archives.filter((archive) => !gone.includes(archive));
+    return gone.flatMap((archive) => (archive.objectId ? [archive.objectId] : []));
   }
 
   override async removeUnbuilt(principalId: string, id: string): Promise<void> {

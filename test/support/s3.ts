@@ -58,3 +58,8 @@ export async function objectExists(key: string, bucket = TEST_BUCKET): Promise<b
     return false;
   }
 }
+
+/** Takes an object out of the bucket behind the services' back, as an operator's mistake or a lost disk would. */
+export async function deleteObject(key: string, bucket = TEST_BUCKET): Promise<void> {
+  await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
+}

@@ -60,6 +60,37 @@ describe('ArchivesService', () => {
     expect(services.platform.jobs.added).toEqual([]);
   });
 
+  it('a ready archive whose ZIP left the store: a 503 with Retry-After, the row and its reference go, the next request builds anew', async () => {
+    const services = await world();
+    await services.put('a.txt', 'aaa');
+    await services.archives.archive(ALICE, services.sessionId, never);
+    await build(services, 'PK lost');
+    const [row] = services.platform.memory.tables.archives;
+    await services.platform.store.delete(services.platform.memory.tables.objects.get(row!.objectId!)!.storageKey);
+
+    const answers = await Promise.all([1, 2].map(() => services.archives.archive(ALICE, services.sessionId, never)));
+    for (const answer of answers) {
+      expect(answer.kind).toBe('ready');
+      await expect(
+        readDownload((answer as { download: { open(): Promise<Readable> } }).download),
+      ).rejects.toMatchObject({
+        code: 'service_unavailable',
+        headers: { 'retry-after': '2' },
+        message: expect.stringContaining('missing from storage'),
+      });
+    }
+    expect(services.platform.memory.tables.archives).toEqual([]);
+    expect(services.platform.jobs.purged).toEqual([row!.objectId]);
+
+    expect(await services.archives.archive(ALICE, services.sessionId, never)).toMatchObject({ kind: 'building' });
+    await build(services, 'PK rebuilt');
+    const rebuilt = await services.archives.archive(ALICE, services.sessionId, never);
+    expect((await readDownload((rebuilt as { download: { open(): Promise<Readable> } }).download)).toString()).toBe(
+      'PK rebuilt',
+    );
+    expect(services.platform.memory.miscounted()).toEqual([]);
+  });
+
   it('a new artifact makes the next request build anew; the older ZIP goes when the new one is ready', async () => {
     const services = await world();
     await services.put('a.txt', 'aaa');

@@ -1,9 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiError, APP_CONFIG, JobBus, type GatewayConfig } from '@app/common';
+import { ApiError, APP_CONFIG, JobBus, LOGGER, type AppLogger, type GatewayConfig } from '@app/common';
 import { isId, JOB, ManifestHasher, type Manifest } from '@app/contracts';
-import { ArchiveRepository, ContainerFileRepository, SessionRepository, type ArchiveRow } from '@app/db';
-import { type Download, Downloads } from '../downloads/downloads';
+import { ArchiveRepository, ContainerFileRepository, SessionRepository, UnitOfWork, type ArchiveRow } from '@app/db';
+import { type Download, Downloads, rebuiltWhenMissing } from '../downloads/downloads';
 
 /** Artifact rows read per query while hashing a session's manifest. */
 const MANIFEST_BATCH = 1_000;
@@ -35,6 +35,8 @@ export class ArchivesService {
     @Inject(JobBus) private readonly jobs: JobBus,
     @Inject(Downloads) private readonly downloads: Downloads,
     @Inject(APP_CONFIG) private readonly config: GatewayConfig,
+    @Inject(UnitOfWork) private readonly uow: UnitOfWork,
+    @Inject(LOGGER) private readonly logger: AppLogger,
   ) {}
 
   /** `isGone` tells a waiting request that its client hung up: it stops waiting. */
@@ -55,19 +57,39 @@ export class ArchivesService {
     }
     if (archive.status === 'ready' && archive.object) {
       const { object } = archive;
+      const download = this.downloads.of({
+        storageKey: object.storageKey,
+        sha256: object.sha256 ?? archive.id,
+        bytes: object.bytes,
+        contentType: 'application/zip',
+        filename: `${sessionId}.zip`,
+      });
+      const ready = archive;
       return {
         kind: 'ready',
-        download: this.downloads.of({
-          storageKey: object.storageKey,
-          sha256: object.sha256 ?? archive.id,
-          bytes: object.bytes,
-          contentType: 'application/zip',
-          filename: `${sessionId}.zip`,
-        }),
+        download: rebuiltWhenMissing(
+          download,
+          () => this.dropLost(principalId, ready),
+          () =>
+            new ApiError(
+              'service_unavailable',
+              'The cached archive was missing from storage; the next request builds it again.',
+              null,
+              { 'retry-after': String(ARCHIVE_RETRY_AFTER_SECONDS) },
+            ),
+        ),
       };
     }
     if (archive.status === 'failed') this.refuseWhileCoolingDown(archive);
     return { kind: 'building', archive };
+  }
+
+  private async dropLost(principalId: string, archive: ArchiveRow): Promise<void> {
+    this.logger.warn(
+      { archiveId: archive.id, storageKey: archive.object?.storageKey },
+      'a ready archive has no ZIP in the bucket: dropping it so that it builds again',
+    );
+    await this.uow.run(async (work) => work.release(await work.archives.dropLost(principalId, archive.id)));
   }
 
   /** Nothing else would ever build it: a queue that does not take the job is a 503 now, not a 202 forever. */

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Readable } from 'node:stream';
-import { ObjectStore, type ByteRange } from '@app/common';
+import { ApiError, ObjectStore, type ByteRange } from '@app/common';
 
 /** What a download serves: the facts for its headers, and its bytes on demand. */
 export interface Download {
@@ -40,4 +40,24 @@ export class Downloads {
       open: async (range) => (await this.store.get(object.storageKey, range)).body,
     };
   }
+}
+
+/**
+ * A cached derivative (a preview's PDF, an archive's ZIP) that the bucket no longer holds (removed by
+ * hand, a bucket restored from an older backup) is not a 404 for ever: `forget` drops its row so that
+ * the next request builds it anew, and the client hears `retry`, an error a retry fixes.
+ */
+export function rebuiltWhenMissing(download: Download, forget: () => Promise<void>, retry: () => ApiError): Download {
+  return {
+    ...download,
+    open: async (range) => {
+      try {
+        return await download.open(range);
+      } catch (error) {
+        if (!(error instanceof ApiError) || error.code !== 'not_found') throw error;
+        await forget();
+        throw retry();
+      }
+    },
+  };
 }

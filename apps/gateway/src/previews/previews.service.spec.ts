@@ -21,7 +21,8 @@ async function world(config: Record<string, string> = {}, converters = ['libreof
 /** What a worker does with a queued conversion: a PDF is staged, and the row turns READY in one unit of work. */
 async function convertQueued(services: Awaited<ReturnType<typeof world>>, pdf = '%PDF-1.7 converted') {
   for (const { previewId, generation } of services.platform.jobs.jobs(JOB.convertPreview)) {
-    const row = services.platform.memory.tables.previews.find((preview) => preview.id === previewId)!;
+    const row = services.platform.memory.tables.previews.find((preview) => preview.id === previewId);
+    if (row?.status !== 'PENDING' || row.generation !== generation) continue; // done before, or gone
     const staged = await services.platform.stager.stage(row.principalId, Readable.from([Buffer.from(pdf)]), {
       maxBytes: 1 << 20,
     });
@@ -85,6 +86,38 @@ describe('PreviewsService', () => {
     for (const download of downloads) expect((await readDownload(download)).toString()).toBe('%PDF-1.7 converted');
     expect(downloads.map((download) => download.filename)).toEqual(['report.pdf', 'copy.pdf', 'report.pdf']);
     expect(services.platform.memory.tables.previews).toHaveLength(1);
+    expect(services.platform.memory.miscounted()).toEqual([]);
+  });
+
+  it('a READY preview whose PDF left the store: a retryable 502, the row and its reference go, the next request converts anew', async () => {
+    const services = await world();
+    const doc = await services.put('lost.docx', 'lost bytes');
+    const first = services.previews.preview(ALICE, services.containerId, doc.id, never);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await convertQueued(services);
+    await first;
+    const [row] = services.platform.memory.tables.previews;
+    const key = services.platform.memory.tables.objects.get(row!.objectId!)!.storageKey;
+    await services.platform.store.delete(key);
+
+    // Two requests read the READY row before either opens it: one drops it, neither drops anything else.
+    const lost = await Promise.all(
+      [1, 2].map(() => services.previews.preview(ALICE, services.containerId, doc.id, never)),
+    );
+    for (const download of lost)
+      await expect(readDownload(download)).rejects.toMatchObject({
+        code: 'preview_failed',
+        headers: {},
+        message: expect.stringContaining('missing from storage'),
+      });
+    expect(services.platform.memory.tables.previews).toEqual([]);
+    expect(services.platform.jobs.purged).toEqual([row!.objectId]);
+
+    const again = services.previews.preview(ALICE, services.containerId, doc.id, never);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await convertQueued(services, '%PDF-1.7 converted again');
+    expect((await readDownload(await again)).toString()).toBe('%PDF-1.7 converted again');
+    expect(services.platform.jobs.jobs(JOB.convertPreview)).toHaveLength(2);
     expect(services.platform.memory.miscounted()).toEqual([]);
   });
 

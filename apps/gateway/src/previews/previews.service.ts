@@ -1,10 +1,18 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiError, APP_CONFIG, JobBus, NO_RETRY_HEADERS, type GatewayConfig } from '@app/common';
+import {
+  ApiError,
+  APP_CONFIG,
+  JobBus,
+  LOGGER,
+  NO_RETRY_HEADERS,
+  type AppLogger,
+  type GatewayConfig,
+} from '@app/common';
 import { JOB, PREVIEW_PIPELINE_VERSION, previewFormatKey, previewTypeOf } from '@app/contracts';
-import { PreviewRepository, type ContainerFileRow, type PreviewRow } from '@app/db';
+import { PreviewRepository, UnitOfWork, type ContainerFileRow, type PreviewRow } from '@app/db';
 import { ContainerFilesService } from '../containers/container-files.service';
-import { type Download, Downloads } from '../downloads/downloads';
+import { type Download, Downloads, rebuiltWhenMissing } from '../downloads/downloads';
 import { ConverterAvailability } from './converter-availability';
 
 /** How often a waiting request looks at the previews row. */
@@ -36,6 +44,8 @@ export class PreviewsService {
     @Inject(ConverterAvailability) private readonly converters: ConverterAvailability,
     @Inject(Downloads) private readonly downloads: Downloads,
     @Inject(JobBus) private readonly jobs: JobBus,
+    @Inject(UnitOfWork) private readonly uow: UnitOfWork,
+    @Inject(LOGGER) private readonly logger: AppLogger,
   ) {}
 
   /** `isGone` tells a waiting request that its client hung up: it stops waiting. */
@@ -54,7 +64,7 @@ export class PreviewsService {
     const filename = pdfFilename(file.filename);
     if (type.kind === 'pdf') return this.downloads.of({ ...file, contentType: 'application/pdf', filename }, 'inline');
     const preview = await this.ready(principalId, file, previewFormatKey(type), isGone);
-    return this.downloads.of(
+    const download = this.downloads.of(
       {
         storageKey: preview.storageKey!,
         sha256: preview.pdfSha256!,
@@ -63,6 +73,21 @@ export class PreviewsService {
         filename,
       },
       'inline',
+    );
+    return rebuiltWhenMissing(
+      download,
+      () => this.dropLost(principalId, preview),
+      () => failed('The cached PDF of this file was missing from storage; the next request converts it again.', false),
+    );
+  }
+
+  private async dropLost(principalId: string, preview: PreviewRow): Promise<void> {
+    this.logger.warn(
+      { previewId: preview.id, storageKey: preview.storageKey },
+      'a ready preview has no PDF in the bucket: dropping it so that it converts again',
+    );
+    await this.uow.run(async (work) =>
+      work.release(await work.previews.dropLost(principalId, preview.id, preview.objectId!)),
     );
   }
 

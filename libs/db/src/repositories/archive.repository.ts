@@ -179,6 +179,17 @@ export class ArchiveRepository {
     });
   }
 
+  /**
+   * A ready archive whose ZIP left the bucket: the row goes, so the next request builds anew. Returns the
+   * ZIP object's id (to release in the same unit of work), or nothing if another request dropped it first.
+   */
+  async dropLost(principalId: string, id: string): Promise<string[]> {
+    const rows = await this.db.$queryRaw<{ objectId: string | null }[]>(Prisma.sql`
+      DELETE FROM archives WHERE id = ${id}::uuid AND principal_id = ${principalId}::uuid AND status = 'ready'
+   RETURNING object_id::text AS "objectId"`);
+    return rows.flatMap((row) => (row.objectId ? [row.objectId] : []));
+  }
+
   /** A row whose manifest no longer matches its session, or whose session is gone, before it holds an object. */
   async removeUnbuilt(principalId: string, id: string): Promise<void> {
     await this.db.archive.deleteMany({ where: { id, principalId, objectId: null } });

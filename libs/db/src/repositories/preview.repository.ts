@@ -187,6 +187,15 @@ export class PreviewRepository {
   }
 
   /**
+   * A READY preview whose PDF left the bucket: the row goes, so the next request converts anew. Returns
+   * the PDF object's id (to release in the same unit of work), or nothing if another request dropped it first.
+   */
+  async dropLost(principalId: string, id: string, objectId: string): Promise<string[]> {
+    const { count } = await this.db.preview.deleteMany({ where: { id, principalId, status: 'READY', objectId } });
+    return count === 1 ? [objectId] : [];
+  }
+
+  /**
    * Drops previews no live artifact of their principal has the content of any more (or of an old
    * pipeline version). Returns the PDF object ids, to be released in the same unit of work.
    */
