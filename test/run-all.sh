@@ -11,7 +11,8 @@ cd "$ROOT"
 bash infra/local/preview-tools.sh >/dev/null  # LibreOffice, Chromium, qpdf for the preview converters
 # UHP_TEST_SLOT=n gives this run its own database, bucket, Redis db and ports (test/support/env.ts).
 TEST_DB="uhp_test"; [[ "${UHP_TEST_SLOT:-0}" != 0 ]] && TEST_DB="uhp_test_${UHP_TEST_SLOT}"
-UHP_DATABASES="$TEST_DB" bash infra/local/up.sh >/dev/null
+# A fresh test database: rows left by an earlier run (on another bucket) cannot meet this run's tests.
+UHP_FRESH_DATABASES=1 UHP_DATABASES="$TEST_DB" bash infra/local/up.sh >/dev/null
 npm run --silent build >/dev/null
 
 RESULTS="$ROOT/.data/test-results"

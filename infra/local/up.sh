@@ -5,7 +5,8 @@
 #
 #   infra/local/up.sh [db ...]      # databases default to $UHP_DATABASES or "uhp"
 #
-# Safe to run again at any time: whatever is already there is left alone.
+# Safe to run again at any time: whatever is already there is left alone, except that
+# UHP_FRESH_DATABASES=1 drops the named databases first (the test run starts from empty tables).
 # See infra/local/README.md.
 set -euo pipefail
 
@@ -117,6 +118,10 @@ ensure_databases() {
   local db exists out
   for db in "${DATABASES[@]}"; do
     [[ "$db" =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die "bad database name '$db' (letters, digits, _ only)"
+    if [[ "${UHP_FRESH_DATABASES:-}" == 1 ]]; then
+      psql_admin -c "drop database if exists \"$db\" with (force)" >/dev/null || die "drop database $db failed"
+      log "dropped database $db (UHP_FRESH_DATABASES=1)"
+    fi
     exists="$(psql_admin -c "select 1 from pg_database where datname = '$db'")"
     if [[ "$exists" != 1 ]]; then
       if out="$(psql_admin -c "create database \"$db\"" 2>&1)"; then
