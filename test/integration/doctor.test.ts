@@ -230,6 +230,41 @@ describe('the consistency checker', () => {
     ).toEqual({ deleted: true });
   });
 
+  it('drops the cached previews and archives of objects gone from the bucket, and nothing a client gave', async () => {
+    const lostPdf = await object('READY', 1, { inBucket: false });
+    await sql.query(
+      `INSERT INTO previews (id, principal_id, sha256, format, version, status, source_object_id, source_filename,
+                             source_content_type, object_id, bytes, pdf_sha256, converter)
+       VALUES (gen_random_uuid(), $1, $2, 'office', 1, 'READY', gen_random_uuid(), 'a.docx', 'application/msword', $3, 5, $2, 'libreoffice')`,
+      [principal, hex(), lostPdf.id],
+    );
+    const lostZip = await object('READY', 1, { inBucket: false });
+    const { sessionId } = await session();
+    await sql.query(
+      `INSERT INTO archives (id, principal_id, session_id, manifest_hash, status, files_total, bytes_total, object_id)
+       VALUES (gen_random_uuid(), $1, $2, $3, 'ready', 1, 5, $4)`,
+      [principal, sessionId, hex(), lostZip.id],
+    );
+
+    const report = await runDoctor(config, { repair: true, json: false });
+    expect(report.findings).toHaveLength(2);
+    expect(report.findings).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ kind: 'missing_object', objectId: lostPdf.id, cachesOnly: true, repairable: true }),
+        expect.objectContaining({ kind: 'missing_object', objectId: lostZip.id, cachesOnly: true, repairable: true }),
+      ]),
+    );
+    expect(report.remaining).toBe(0);
+    const { rows } = await sql.query(
+      `SELECT (SELECT count(*)::int FROM previews WHERE object_id = ANY($1)) AS previews,
+              (SELECT count(*)::int FROM archives WHERE object_id = ANY($1)) AS archives,
+              (SELECT count(*)::int FROM stored_objects WHERE id = ANY($1) AND status <> 'PURGED') AS held`,
+      [[lostPdf.id, lostZip.id]],
+    );
+    expect(rows[0]).toEqual({ previews: 0, archives: 0, held: 0 });
+    expect((await runDoctor(config, { repair: false, json: false })).findings).toEqual([]);
+  });
+
   it('reports what only a person can settle, repairs none of it, and exits non-zero', async () => {
     const missing = await object('READY', 1, { inBucket: false });
     await file(missing.id);

@@ -3,7 +3,15 @@ import type { BucketObject, UnfinishedUpload } from './bucket-inventory.client';
 
 /** One inconsistency: what is wrong, about what, and whether `--repair` may fix it without losing data. */
 export type Finding =
-  | { kind: 'missing_object'; objectId: string; key: string; bytes: number; repairable: false }
+  | {
+      kind: 'missing_object';
+      objectId: string;
+      key: string;
+      bytes: number;
+      /** Only cached previews or archives hold it: dropping them is safe (the next request makes them again). */
+      cachesOnly: boolean;
+      repairable: boolean;
+    }
   | { kind: 'size_mismatch'; objectId: string; key: string; bytes: number; actualBytes: number; repairable: false }
   | {
       kind: 'orphan_object';
@@ -109,6 +117,7 @@ export class BucketComparison {
           objectId: row.id,
           key: row.storageKey,
           bytes: Number(row.bytes),
+          cachesOnly: false,
           repairable: false,
         });
     return this.findings;
@@ -189,7 +198,10 @@ export function orphanedRowFindings(rows: OrphanedRow[]): Finding[] {
 export function describeFinding(finding: Finding): string {
   switch (finding.kind) {
     case 'missing_object':
-      return `READY object ${finding.objectId} (${finding.key}, ${finding.bytes} bytes) is not in the bucket`;
+      return (
+        `READY object ${finding.objectId} (${finding.key}, ${finding.bytes} bytes) is not in the bucket` +
+        (finding.cachesOnly ? ' (only cached previews or archives hold it: they can be made again)' : '')
+      );
     case 'size_mismatch':
       return (
         `object ${finding.objectId} (${finding.key}) holds ${finding.actualBytes} bytes; ` +

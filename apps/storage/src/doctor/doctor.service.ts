@@ -70,6 +70,10 @@ export class DoctorService {
         if (row?.status !== 'READY') continue;
         const size = await this.bucket.sizeOf(finding.key);
         if (size !== null && BigInt(size) === row.bytes) continue;
+        if (finding.kind === 'missing_object' && (await this.consistency.heldOnlyByCaches(finding.objectId))) {
+          kept.push({ ...finding, cachesOnly: true, repairable: true });
+          continue;
+        }
       }
       kept.push(finding);
     }
@@ -129,6 +133,13 @@ export class DoctorService {
       case 'abandoned_upload':
         await this.bucket.abort(finding.key, finding.uploadId);
         return { repaired: true };
+      case 'missing_object': {
+        const { dropped, purge } = await this.consistency.dropCachesOfLostObject(finding.objectId);
+        await this.purge(purge);
+        return dropped
+          ? { repaired: true }
+          : { repaired: false, note: 'a file or artifact holds it now: not repaired' };
+      }
       case 'orphan_object': {
         const row = await this.consistency.objectByKey(finding.key);
         if (row && row.status !== 'PURGED') return { repaired: false, note: 'a row claims it now: not deleted' };

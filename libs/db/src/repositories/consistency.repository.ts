@@ -42,12 +42,16 @@ const INTERRUPTED = JSON.stringify({
   message: 'The gateway running this response stopped before its agent finished.',
 });
 
+/** Live files and artifacts pointing at the object `o`: bytes only a client can give again. */
+const SOURCE_REFERENCES = Prisma.sql`
+  ((SELECT count(*) FROM files f WHERE f.object_id = o.id AND f.deleted_at IS NULL)
+  + (SELECT count(*) FROM container_files c WHERE c.object_id = o.id AND c.deleted_at IS NULL))`;
+/** Previews and archives pointing at the object `o`: caches the services can make again. */
+const CACHE_REFERENCES = Prisma.sql`
+  ((SELECT count(*) FROM previews p WHERE p.object_id = o.id)
+  + (SELECT count(*) FROM archives a WHERE a.object_id = o.id))`;
 /** The rows that point at an object, counted the way the unit of work counts references. */
-const LIVE_REFERENCES = Prisma.sql`
-  (SELECT count(*) FROM files f WHERE f.object_id = o.id AND f.deleted_at IS NULL)
-  + (SELECT count(*) FROM container_files c WHERE c.object_id = o.id AND c.deleted_at IS NULL)
-  + (SELECT count(*) FROM previews p WHERE p.object_id = o.id)
-  + (SELECT count(*) FROM archives a WHERE a.object_id = o.id)`;
+const LIVE_REFERENCES = Prisma.sql`(${SOURCE_REFERENCES} + ${CACHE_REFERENCES})`;
 
 /**
  * The consistency checker's reads across tables, and its repairs. Every repair re-checks, under a row
@@ -181,6 +185,35 @@ export class ConsistencyRepository {
        WHERE id = ANY(${ids}::uuid[]) AND status = 'UPLOADING' AND created_at < ${before}
    RETURNING id::text AS id`);
     return rows.map((row) => row.id);
+  }
+
+  /** Whether only cached previews and archives (which the services make again on demand) hold the object. */
+  async heldOnlyByCaches(id: string): Promise<boolean> {
+    const [row] = await this.prisma.$queryRaw<{ sources: bigint; caches: bigint }[]>(Prisma.sql`
+      SELECT ${SOURCE_REFERENCES} AS sources, ${CACHE_REFERENCES} AS caches
+        FROM stored_objects o WHERE o.id = ${id}::uuid`);
+    return !!row && Number(row.sources) === 0 && Number(row.caches) > 0;
+  }
+
+  /**
+   * A READY object gone from the bucket that only previews and archives hold: those rows go, so the next
+   * request converts or builds anew, and their references are released. Re-checked under the object's
+   * lock. Returns whether rows went, and the objects left with no reference, to purge.
+   */
+  async dropCachesOfLostObject(id: string): Promise<{ dropped: boolean; purge: string[] }> {
+    return this.prisma.$transaction(async (tx) => {
+      const [row] = await tx.$queryRaw<{ status: ObjectStatus; sources: bigint }[]>(Prisma.sql`
+        SELECT o.status::text AS status, ${SOURCE_REFERENCES} AS sources
+          FROM stored_objects o WHERE o.id = ${id}::uuid FOR UPDATE`);
+      if (row?.status !== 'READY' || Number(row.sources) > 0) return { dropped: false, purge: [] };
+      const previews = await tx.$queryRaw<{ object_id: string }[]>(Prisma.sql`
+        DELETE FROM previews WHERE object_id = ${id}::uuid RETURNING object_id::text AS object_id`);
+      const archives = await tx.$queryRaw<{ object_id: string }[]>(Prisma.sql`
+        DELETE FROM archives WHERE object_id = ${id}::uuid RETURNING object_id::text AS object_id`);
+      const released = [...previews, ...archives].map((dropped) => dropped.object_id);
+      if (released.length === 0) return { dropped: false, purge: [] };
+      return { dropped: true, purge: await new StoredObjectRepository(tx).release(released) };
+    });
   }
 
   /** Pending previews untouched since `before` fail as transient: the next request for one converts it again. */
