@@ -214,6 +214,7 @@ describe('session archives', () => {
       expect(answer.json.error.code).toBe('service_unavailable');
       expect(answer.json.error.message).toMatch(/missing from storage/);
       expect(answer.headers.get('retry-after')).toBe('2');
+      expect([answer.headers.get('etag'), answer.headers.get('content-disposition')]).toEqual([null, null]);
     }
     const { res } = await fetchArchive(session.id);
     expect(res.status).toBe(200);

@@ -214,6 +214,8 @@ describe('PDF previews through the worker', () => {
       expect(answer.json.error).toMatchObject({ type: 'server_error', code: 'preview_failed' });
       expect(answer.json.error.message).toMatch(/missing from storage/);
       expect(answer.headers.get('x-should-retry')).toBeNull();
+      // An error, not the PDF: none of the lost file's own headers.
+      expect([answer.headers.get('etag'), answer.headers.get('content-disposition')]).toEqual([null, null]);
     }
     const again = await api('GET', path);
     expect(again.status).toBe(200);

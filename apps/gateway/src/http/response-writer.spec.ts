@@ -67,3 +67,40 @@ describe('ResponseWriter.jsonStream', () => {
     });
   });
 });
+
+describe('ResponseWriter.download', () => {
+  it('sets none of the file’s own headers when its bytes cannot be opened: the error goes out clean', async () => {
+    const headers = new Map<string, unknown>();
+    let status: number | undefined;
+    const res = {
+      setHeader: (name: string, value: unknown) => headers.set(name.toLowerCase(), value),
+      status: (code: number) => {
+        status = code;
+        return res;
+      },
+    };
+    const req = {
+      method: 'GET',
+      headers: { range: 'bytes=0-4' },
+      range: () => Object.assign([{ start: 0, end: 4 }], { type: 'bytes' }),
+    };
+    const gone = new Error('gone from the bucket');
+    const download = {
+      filename: 'report.pdf',
+      contentType: 'application/pdf',
+      bytes: 10,
+      etag: 'abc',
+      disposition: 'inline' as const,
+      open: () => Promise.reject(gone),
+    };
+    await expect(
+      new ResponseWriter(silentLogger, gatewayConfig()).download(req as never, res as unknown as Response, download),
+    ).rejects.toBe(gone);
+    expect(
+      [...headers.keys()].filter((name) =>
+        ['etag', 'content-disposition', 'content-range', 'content-length', 'content-type'].includes(name),
+      ),
+    ).toEqual([]);
+    expect(status).toBeUndefined();
+  });
+});

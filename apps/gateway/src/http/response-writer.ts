@@ -69,9 +69,9 @@ export class ResponseWriter {
   async download(req: Request, res: Response, download: Download): Promise<void> {
     const size = download.bytes;
     const etag = `"${download.etag}"`;
-    res.setHeader('etag', etag);
     for (const [name, value] of Object.entries(SAFETY_HEADERS)) res.setHeader(name, value);
     if (etagMatches(req.headers['if-none-match'], etag)) {
+      res.setHeader('etag', etag);
       res.status(304).end();
       return;
     }
@@ -85,8 +85,13 @@ export class ResponseWriter {
         });
       if (Array.isArray(parsed) && parsed.type === 'bytes' && parsed.length === 1) range = parsed[0];
     }
+    const disposition = dispositionHeader(download.disposition, download.filename);
+    // Opened before the download's own headers are set: a source that cannot be opened is answered as an
+    // error without the file's ETag, name or range on it.
+    const body = req.method === 'HEAD' || size === 0 ? null : await download.open(range);
+    res.setHeader('etag', etag);
     res.setHeader('content-type', download.contentType);
-    res.setHeader('content-disposition', dispositionHeader(download.disposition, download.filename));
+    res.setHeader('content-disposition', disposition);
     if (range) {
       res.status(206);
       res.setHeader('content-range', `bytes ${range.start}-${range.end}/${size}`);
@@ -95,11 +100,10 @@ export class ResponseWriter {
       res.status(200);
       res.setHeader('content-length', size);
     }
-    if (req.method === 'HEAD' || size === 0) {
+    if (!body) {
       res.end();
       return;
     }
-    const body = await download.open(range);
     this.watch(res);
     try {
       await pipeline(body, res);
