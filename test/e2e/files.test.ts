@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { api, fileForm, upload } from '../support/api';
 import { count, db, dbNow, leftoversSince } from '../support/db';
-import { objectExists } from '../support/s3';
+import { deleteObject, objectExists } from '../support/s3';
 import { pollUntil } from '../support/poll';
 import { E2E_PORT_BASE } from '../support/env';
 
@@ -136,6 +136,28 @@ describe('files: upload, read, list, download, delete', () => {
     const ids = asc.json.data.map((f: { id: string }) => f.id);
     expect(ids.indexOf(made[0].id)).toBeLessThan(ids.indexOf(made[2].id));
     expect((await api('GET', '/v1/files?limit=0')).json.error.param).toBe('limit');
+  });
+
+  it('a listed file whose bytes are gone from the bucket is a 500 that says so, not a 404, for every reader at once', async () => {
+    const file = await upload('lost.txt', `lost ${randomBytes(6).toString('hex')}`);
+    const { rows } = await db.query(
+      'SELECT o.storage_key FROM files f JOIN stored_objects o ON o.id = f.object_id WHERE f.id = $1',
+      [file.id],
+    );
+    await deleteObject(rows[0].storage_key);
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        api('GET', `/v1/files/${file.id}/content`, i % 2 ? { headers: { range: 'bytes=0-3' } } : {}),
+      ),
+    );
+    for (const answer of answers) {
+      expect(answer.status).toBe(500);
+      expect(answer.json.error).toMatchObject({ type: 'server_error', code: 'internal_error' });
+      expect(answer.json.error.message).toMatch(/missing from storage/);
+      expect(answer.headers.get('x-should-retry')).toBe('false');
+      expect([answer.headers.get('etag'), answer.headers.get('content-range')]).toEqual([null, null]);
+    }
+    expect((await api('GET', `/v1/files/${file.id}`)).status).toBe(200);
   });
 
   it('deletes: 404 at once, gone from the list, bytes purged from the bucket', async () => {

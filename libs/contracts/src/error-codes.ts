@@ -76,7 +76,9 @@ export const ERROR_CODES = {
   internal_error: {
     status: 500,
     type: 'server_error',
-    when: 'A bug: logged with the request id; never a stack trace or a path in the body.',
+    when:
+      'A bug, or a listed file whose bytes are gone from the bucket (`x-should-retry: false`): logged; ' +
+      'never a stack trace or a path in the body.',
   },
   preview_unavailable: {
     status: 501,

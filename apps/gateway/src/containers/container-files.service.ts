@@ -85,7 +85,11 @@ export class ContainerFilesService {
   }
 
   async download(principalId: string, containerId: string, id: string): Promise<Download> {
-    return this.downloads.of(await this.get(principalId, containerId, id));
+    const file = await this.get(principalId, containerId, id);
+    return this.downloads.ofStored(
+      file,
+      async () => !!(await this.containerFiles.findForOwner(principalId, containerId, id)),
+    );
   }
 
   /**

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Readable } from 'node:stream';
-import { ApiError, ObjectStore, type ByteRange } from '@app/common';
+import { ApiError, LOGGER, NO_RETRY_HEADERS, ObjectStore, type AppLogger, type ByteRange } from '@app/common';
 
 /** What a download serves: the facts for its headers, and its bytes on demand. */
 export interface Download {
@@ -28,7 +28,10 @@ export interface Downloadable {
 /** Turns stored objects into downloads whose bytes come from the object store. */
 @Injectable()
 export class Downloads {
-  constructor(@Inject(ObjectStore) private readonly store: ObjectStore) {}
+  constructor(
+    @Inject(ObjectStore) private readonly store: ObjectStore,
+    @Inject(LOGGER) private readonly logger: AppLogger,
+  ) {}
 
   of(object: Downloadable, disposition: Download['disposition'] = 'attachment'): Download {
     return {
@@ -40,6 +43,42 @@ export class Downloads {
       open: async (range) => (await this.store.get(object.storageKey, range)).body,
     };
   }
+
+  /**
+   * A file or an artifact: bytes only a client can give again. Gone from the bucket while its row still
+   * lists it, that is data lost, answered as such (500, no retry) and logged with the key for the operator
+   * (`npm run doctor` reports it too); gone because the row was deleted meanwhile, it is the 404 it seems.
+   */
+  ofStored(object: Downloadable, stillListed: () => Promise<boolean>): Download {
+    return whenMissing(this.of(object), async (missing) => {
+      if (!(await stillListed())) return missing;
+      this.logger.error(
+        { storageKey: object.storageKey, objectId: object.objectId },
+        'a listed file has no bytes in the bucket: they are lost until restored',
+      );
+      return new ApiError(
+        'internal_error',
+        "This file's bytes are missing from storage; the service's operator has to restore them.",
+        null,
+        { ...NO_RETRY_HEADERS },
+      );
+    });
+  }
+}
+
+/** A download whose open, when the store has no such object, throws what `answer` makes of that 404 instead. */
+function whenMissing(download: Download, answer: (missing: ApiError) => Promise<ApiError>): Download {
+  return {
+    ...download,
+    open: async (range) => {
+      try {
+        return await download.open(range);
+      } catch (error) {
+        if (!(error instanceof ApiError) || error.code !== 'not_found') throw error;
+        throw await answer(error);
+      }
+    },
+  };
 }
 
 /**
@@ -48,16 +87,8 @@ export class Downloads {
  * the next request builds it anew, and the client hears `retry`, an error a retry fixes.
  */
 export function rebuiltWhenMissing(download: Download, forget: () => Promise<void>, retry: () => ApiError): Download {
-  return {
-    ...download,
-    open: async (range) => {
-      try {
-        return await download.open(range);
-      } catch (error) {
-        if (!(error instanceof ApiError) || error.code !== 'not_found') throw error;
-        await forget();
-        throw retry();
-      }
-    },
-  };
+  return whenMissing(download, async () => {
+    await forget();
+    return retry();
+  });
 }

@@ -78,6 +78,22 @@ describe('FilesService', () => {
     expect(world.platform.memory.miscounted()).toEqual([]);
   });
 
+  it('a listed file whose bytes left the store is a 500 without retry; one deleted while it was opened is the 404', async () => {
+    const world = gatewayServices();
+    const lost = await world.files.upload(ALICE, fileUpload('lost.txt', 'lost'));
+    const going = await world.files.upload(ALICE, fileUpload('going.txt', 'going'));
+    world.platform.store.objects.clear();
+
+    await expect(readDownload(await world.files.download(ALICE, lost.id))).rejects.toMatchObject({
+      code: 'internal_error',
+      headers: { 'x-should-retry': 'false' },
+      message: expect.stringContaining('missing from storage'),
+    });
+    const download = await world.files.download(ALICE, going.id);
+    await world.files.delete(ALICE, going.id);
+    await expect(readDownload(download)).rejects.toMatchObject({ code: 'not_found' });
+  });
+
   it("never shows or deletes another principal's file: the same 404 as a missing one", async () => {
     const world = gatewayServices();
     const file = await world.files.upload(ALICE, fileUpload('mine.txt', 'mine'));

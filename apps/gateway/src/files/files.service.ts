@@ -55,7 +55,8 @@ export class FilesService {
   }
 
   async download(principalId: string, id: string): Promise<Download> {
-    return this.downloads.of(await this.get(principalId, id));
+    const file = await this.get(principalId, id);
+    return this.downloads.ofStored(file, async () => !!(await this.files.findForOwner(principalId, id)));
   }
 
   /** Of concurrent deletes exactly one succeeds and releases the file's reference; the others are 404. */

@@ -41,7 +41,7 @@ export class ApiErrorFilter implements ExceptionFilter {
     if (isClientGone(exception) && (exception instanceof ClientGoneError || req.destroyed || req.socket?.destroyed))
       return;
     const error = toApiError(exception);
-    if (error.code === 'internal_error') {
+    if (error.code === 'internal_error' && error !== exception) {
       this.logger.error({ err: exception }, 'unhandled error');
     } else if (error.status >= 500) {
       const cause = error === exception ? undefined : (exception as Error)?.message?.slice(-300);
