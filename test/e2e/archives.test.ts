@@ -223,6 +223,15 @@ describe('session archives', () => {
     expect(keys).toHaveLength(1);
     expect(keys[0]).not.toBe(lostKey);
     expect(await objectExists(keys[0]!)).toBe(true);
+    // One archive row for the session, and the lost ZIP's object released: no reference left on it.
+    expect((await db.query('SELECT 1 FROM archives WHERE session_id = $1', [session.id])).rowCount).toBe(1);
+    await pollUntil(
+      async () =>
+        (await db.query('SELECT 1 FROM stored_objects WHERE storage_key = $1 AND ref_count > 0', [lostKey]))
+          .rowCount === 0,
+      "the lost ZIP's object released",
+      20_000,
+    );
   });
 
   it('drops the archive with an artifact or a container deleted from the session: no stale copy of their bytes is kept', async () => {

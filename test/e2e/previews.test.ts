@@ -221,6 +221,14 @@ describe('PDF previews through the worker', () => {
     expect(again.status).toBe(200);
     expect(await textOf(again.body)).toContain(marker);
     expect(await conversions()).toBe(before + 1);
+    // One previews row again, its new PDF in the bucket.
+    const now = await db.query(
+      'SELECT o.storage_key FROM previews p JOIN stored_objects o ON o.id = p.object_id WHERE p.sha256 = $1',
+      [file.sha256],
+    );
+    expect(now.rows).toHaveLength(1);
+    expect(now.rows[0].storage_key).not.toBe(rows[0].storage_key);
+    expect(await objectExists(now.rows[0].storage_key)).toBe(true);
     // The lost PDF's object lost its one reference: the purge takes its row (and a key that is no longer there).
     await pollUntil(
       async () =>
