@@ -13,6 +13,7 @@ import {
   httpTimeoutsOf,
   gatewayConfigSchema,
   loadConfig,
+  setHeapGrowingPercent,
   LoggingModule,
   MetricsModule,
   serve,
@@ -25,6 +26,7 @@ async function main() {
   const bootLogger = createLogger('gateway');
   try {
     const config = loadConfig(gatewayConfigSchema);
+    setHeapGrowingPercent(config.UHP_HEAP_GROWING_PERCENT);
     parseBootstrapKeys(config.UHP_API_KEYS);
     if (!config.UHP_PUBLIC_BASE_URL) config.UHP_PUBLIC_BASE_URL = `http://127.0.0.1:${config.PORT}`;
     const logger = createLogger('gateway', config.LOG_LEVEL);

@@ -9,6 +9,7 @@ import {
   GracefulShutdownModule,
   httpTimeoutsOf,
   loadConfig,
+  setHeapGrowingPercent,
   LoggingModule,
   MetricsModule,
   serve,
@@ -20,6 +21,7 @@ async function main() {
   const bootLogger = createLogger('storage');
   try {
     const config = loadConfig(storageConfigSchema);
+    setHeapGrowingPercent(config.UHP_HEAP_GROWING_PERCENT);
     const logger = createLogger('storage', config.LOG_LEVEL);
     if (config.STORAGE_TOKEN === DEV_STORAGE_TOKEN)
       logger.warn('STORAGE_TOKEN is the development default; set a secret one outside a laptop');

@@ -8,6 +8,7 @@ import {
   GracefulShutdownModule,
   httpTimeoutsOf,
   loadConfig,
+  setHeapGrowingPercent,
   LoggingModule,
   MetricsModule,
   serve,
@@ -23,6 +24,7 @@ async function main() {
   const bootLogger = createLogger('worker');
   try {
     const config = loadConfig(workerConfigSchema);
+    setHeapGrowingPercent(config.UHP_HEAP_GROWING_PERCENT);
     const logger = createLogger('worker', config.LOG_LEVEL);
     const registry = createMetricsRegistry('worker');
 

@@ -17,6 +17,7 @@ export * from './storage/presigned-url-reader';
 export * from './http/bootstrap';
 export * from './http/transfer-timeouts';
 export * from './lifecycle/graceful-shutdown';
+export * from './lifecycle/heap-growth';
 export * from './queue/job-bus';
 export * from './queue/job-runner';
 export * from './queue/platform-io.module';

@@ -35,6 +35,15 @@ describe('loadConfig', () => {
     expect(loadConfig(gatewayConfigSchema, { PORT: '' }).PORT).toBe(8080);
   });
 
+  it('fixes V8 heap growth at 100 % in every service; 0 leaves V8 its own heuristic', () => {
+    for (const schema of [gatewayConfigSchema, storageConfigSchema, workerConfigSchema])
+      expect(loadConfig(schema, {}).UHP_HEAP_GROWING_PERCENT).toBe(100);
+    expect(loadConfig(gatewayConfigSchema, { UHP_HEAP_GROWING_PERCENT: '0' }).UHP_HEAP_GROWING_PERCENT).toBe(0);
+    expect(() => loadConfig(storageConfigSchema, { UHP_HEAP_GROWING_PERCENT: '-5' })).toThrow(
+      /UHP_HEAP_GROWING_PERCENT/,
+    );
+  });
+
   it('parses booleans', () => {
     expect(loadConfig(gatewayConfigSchema, { PREVIEW_ENABLED: 'false' }).PREVIEW_ENABLED).toBe(false);
     expect(() => loadConfig(gatewayConfigSchema, { PREVIEW_ENABLED: 'maybe' })).toThrow(/PREVIEW_ENABLED/);
