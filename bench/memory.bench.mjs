@@ -3,9 +3,12 @@
  *
  * Starts the three services with their default memory settings (per-principal limits raised so one
  * bench principal may load them), then:
- *   1. BENCH_MEMORY_UPLOADS (25,100) concurrent uploads of BENCH_MEMORY_UPLOAD_SIZE (100MiB) each, per level;
- *   2. BENCH_MEMORY_DOWNLOADS (100,500) concurrent downloads of one BENCH_MEMORY_DOWNLOAD_SIZE (16MiB) file.
- * Each load at two levels: a peak that stays put as the load grows is bounded by configuration.
+ *   1. issue 15's condition: BENCH_MEMORY_TRANSFERS (4) concurrent uploads, then as many concurrent downloads,
+ *      of each of BENCH_MEMORY_TRANSFER_SIZES (100MiB,1GiB), smallest first: peak RSS against the targets
+ *      (gateway < 150 MB, storage < 200 MB, within 20 MB from the smallest size to the largest);
+ *   2. BENCH_MEMORY_UPLOADS (25,100) concurrent uploads of BENCH_MEMORY_UPLOAD_SIZE (100MiB) each, per level;
+ *   3. BENCH_MEMORY_DOWNLOADS (100,500) concurrent downloads of one BENCH_MEMORY_DOWNLOAD_SIZE (16MiB) file.
+ * Loads 2 and 3 at two levels: a peak that stays put as the load grows is bounded by configuration.
  * "Idle" is sampled BENCH_MEMORY_REST_S (75) after start, once V8 has shrunk what start-up grew.
  * Samples VmRSS of gateway and storage every 50 ms and prints peak vs. idle (the baseline of the same run)
  * next to the documented ceiling: storage ≈ idle + STORAGE_MEMORY_BUDGET_BYTES + 160 MiB.
@@ -48,6 +51,12 @@ const levels = (text) =>
     .split(',')
     .map(Number)
     .sort((a, b) => a - b);
+const TRANSFERS = Number(process.env.BENCH_MEMORY_TRANSFERS ?? 4);
+const TRANSFER_SIZES = (process.env.BENCH_MEMORY_TRANSFER_SIZES ?? '100MiB,1GiB')
+  .split(',')
+  .filter(Boolean)
+  .map(parseSize)
+  .sort((a, b) => a.bytes - b.bytes);
 const UPLOAD_LEVELS = levels(process.env.BENCH_MEMORY_UPLOADS ?? '25,100');
 const UPLOAD_SIZE = parseSize(process.env.BENCH_MEMORY_UPLOAD_SIZE ?? '100MiB');
 const DOWNLOAD_LEVELS = levels(process.env.BENCH_MEMORY_DOWNLOADS ?? '100,500');
@@ -158,8 +167,70 @@ function download(path, from = OURS) {
   });
 }
 
-async function remove(id) {
-  await fetch(`${API_BASE}/v1/files/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${API_KEY}` } });
+/** Our gateway as the loads see it: uploads are files, downloads read their content, removal deletes them. */
+const oursSide = {
+  upload: (name, bytes, block) => upload(name, bytes, block, OURS),
+  check: (file, bytes) => file.bytes === bytes,
+  download: (file) => download(`/v1/files/${file.id}/content`, OURS),
+  remove: (file) =>
+    fetch(`${API_BASE}/v1/files/${file.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${API_KEY}` } }),
+};
+
+/** The bare hops as the loads see them: objects under bench/bare-, read through a URL signed for each. */
+function bareSide(s3) {
+  const key = (name) => `bench/bare-${name}`;
+  return {
+    upload: async (name, bytes, block) => ({ name, ...(await upload(name, bytes, block, BARE)) }),
+    check: (object, bytes) => object.bytes === bytes,
+    // As storage signs one for the gateway: a URL for this one object, opened by the front.
+    download: async (object) => {
+      object.url ??= await getSignedUrl(s3, new GetObjectCommand({ Bucket: S3.bucket, Key: key(object.name) }), {
+        expiresIn: 3600,
+      });
+      return download(`/read?from=${encodeURIComponent(object.url)}`, BARE);
+    },
+    remove: (object) => s3.send(new DeleteObjectCommand({ Bucket: S3.bucket, Key: key(object.name) })),
+  };
+}
+
+/**
+ * The loads, in order, through `side` (oursSide or bareSide): issue 15's concurrent transfers, then the
+ * upload levels, then the download levels. One row per load: its label, peaks and time.
+ */
+async function runLoads(side, pids, block, prefix = '') {
+  const rows = [];
+  const measure = async (row, work) => {
+    console.log(`memory bench${prefix}: ${row.load} ...`);
+    const run = await peaksDuring(pids, work);
+    rows.push({ ...row, ...run });
+    return run.result;
+  };
+  const uploads = async (count, size, tag, transfer = false) => {
+    makeRoomInLocalS3(count * size.bytes);
+    const names = Array.from({ length: count }, (_, i) => `${tag}-${i}.bin`);
+    const row = { kind: 'upload', load: `${count} concurrent uploads of ${size.label}`, transfer, size };
+    const stored = await measure(row, () => Promise.all(names.map((name) => side.upload(name, size.bytes, block))));
+    if (!stored.every((handle) => side.check(handle, size.bytes))) throw new Error('an upload came back short');
+    return stored;
+  };
+  const downloads = async (count, handle, size, transfer = false) => {
+    const row = { kind: 'download', load: `${count} concurrent downloads of ${size.label}`, transfer, size };
+    const lengths = await measure(row, () => Promise.all(Array.from({ length: count }, () => side.download(handle))));
+    if (!lengths.every((length) => length === size.bytes)) throw new Error('a download came back short');
+  };
+
+  for (const size of TRANSFER_SIZES) {
+    const stored = await uploads(TRANSFERS, size, `transfer-${size.label}`, true);
+    await downloads(TRANSFERS, stored[0], size, true);
+    await Promise.all(stored.map((handle) => side.remove(handle)));
+  }
+  for (const count of UPLOAD_LEVELS)
+    await Promise.all((await uploads(count, UPLOAD_SIZE, `up-${count}`)).map((handle) => side.remove(handle)));
+  makeRoomInLocalS3(DOWNLOAD_SIZE.bytes);
+  const source = await side.upload('down.bin', DOWNLOAD_SIZE.bytes, block);
+  for (const count of DOWNLOAD_LEVELS) await downloads(count, source, DOWNLOAD_SIZE);
+  await side.remove(source);
+  return rows;
 }
 
 /**
@@ -169,47 +240,46 @@ async function remove(id) {
 async function floorOf(s3, settings, block) {
   const bare = await startBareHops({ port: BARE_PORT, ...settings });
   const pids = { gateway: bare.pids.front, storage: bare.pids.back };
-  const bareKey = (name) => `bench/bare-${name}`;
   try {
     await sleep(REST_MS);
     const idle = { gateway: rssOf(pids.gateway), storage: rssOf(pids.storage) };
-    const rows = [];
-    for (const count of UPLOAD_LEVELS) {
-      console.log(`memory bench, floor: ${count} concurrent uploads of ${UPLOAD_SIZE.label} through the bare hops ...`);
-      makeRoomInLocalS3(count * UPLOAD_SIZE.bytes);
-      const names = Array.from({ length: count }, (_, i) => `up-${count}-${i}.bin`);
-      const run = await peaksDuring(pids, () =>
-        Promise.all(names.map((name) => upload(name, UPLOAD_SIZE.bytes, block, BARE))),
-      );
-      if (!run.result.every((answer) => answer.bytes === UPLOAD_SIZE.bytes))
-        throw new Error('a bare upload came back short');
-      await Promise.all(
-        names.map((name) => s3.send(new DeleteObjectCommand({ Bucket: S3.bucket, Key: bareKey(name) }))),
-      );
-      rows.push(run);
-    }
-    makeRoomInLocalS3(DOWNLOAD_SIZE.bytes);
-    await upload('down.bin', DOWNLOAD_SIZE.bytes, block, BARE);
-    // As storage signs one for the gateway: a URL for this one object, opened by the front.
-    const url = await getSignedUrl(s3, new GetObjectCommand({ Bucket: S3.bucket, Key: bareKey('down.bin') }), {
-      expiresIn: 3600,
-    });
-    for (const count of DOWNLOAD_LEVELS) {
-      console.log(
-        `memory bench, floor: ${count} concurrent downloads of ${DOWNLOAD_SIZE.label} through the bare hop ...`,
-      );
-      const run = await peaksDuring(pids, () =>
-        Promise.all(Array.from({ length: count }, () => download(`/read?from=${encodeURIComponent(url)}`, BARE))),
-      );
-      if (!run.result.every((length) => length === DOWNLOAD_SIZE.bytes))
-        throw new Error('a bare download came back short');
-      rows.push(run);
-    }
-    await s3.send(new DeleteObjectCommand({ Bucket: S3.bucket, Key: bareKey('down.bin') }));
-    return { idle, rows };
+    return { idle, rows: await runLoads(bareSide(s3), pids, block, ', floor') };
   } finally {
     bare.stop();
   }
+}
+
+/**
+ * Issue 15's memory targets, read from the transfer rows: per size, the highest peak of its uploads and downloads,
+ * against gateway < 150 MB and storage < 200 MB, and how far the peaks moved from the smallest size to the largest.
+ */
+function transferTargetLines(rows, floor) {
+  const peakOf = (list, size, service) =>
+    Math.max(...list.filter((row) => row.transfer && row.size.bytes === size.bytes).map((row) => row.peak[service]));
+  const verdict = (ok) => (ok ? 'met' : 'missed');
+  const lines = TRANSFER_SIZES.map((size) => {
+    const gateway = peakOf(rows, size, 'gateway');
+    const storage = peakOf(rows, size, 'storage');
+    const bare = floor
+      ? `; the bare hops under the same load: front ${mb(peakOf(floor.rows, size, 'gateway'))}, ` +
+        `back ${mb(peakOf(floor.rows, size, 'storage'))}`
+      : '';
+    return (
+      `- ${TRANSFERS} concurrent transfers of ${size.label} (uploads, then downloads): peak RSS gateway ${mb(gateway)} ` +
+      `(target < 150 MB ${verdict(gateway < 150e6)}), storage ${mb(storage)} ` +
+      `(target < 200 MB ${verdict(storage < 200e6)})${bare}.`
+    );
+  });
+  if (TRANSFER_SIZES.length > 1) {
+    const [smallest, largest] = [TRANSFER_SIZES[0], TRANSFER_SIZES.at(-1)];
+    const moved = (service) => peakOf(rows, largest, service) - peakOf(rows, smallest, service);
+    const within = Math.abs(moved('gateway')) <= 20e6 && Math.abs(moved('storage')) <= 20e6;
+    lines.push(
+      `- from ${smallest.label} to ${largest.label} the peaks moved by ${mb(moved('gateway'))} (gateway) and ` +
+        `${mb(moved('storage'))} (storage): target within 20 MB ${verdict(within)}.`,
+    );
+  }
+  return ['', `**Issue 15's targets** (peak RSS during ${TRANSFERS} concurrent transfers):`, '', ...lines];
 }
 
 /** Ours against the floor, load by load: what each holds at rest, and what the load adds on top. */
@@ -247,7 +317,9 @@ async function main() {
   const env = serviceEnv({
     UHP_MAX_CONCURRENT_UPLOADS: String(UPLOAD_LEVELS.at(-1)),
     UHP_MAX_CONCURRENT_DOWNLOADS: String(DOWNLOAD_LEVELS.at(-1)),
-    UHP_MAX_FILE_BYTES: String(Math.max(UPLOAD_SIZE.bytes, DOWNLOAD_SIZE.bytes)),
+    UHP_MAX_FILE_BYTES: String(
+      Math.max(UPLOAD_SIZE.bytes, DOWNLOAD_SIZE.bytes, ...TRANSFER_SIZES.map((size) => size.bytes)),
+    ),
     // A transfer that waits for a part buffer moves no byte meanwhile: the idle limit must outlast the queue.
     UHP_IDLE_TIMEOUT_MS: '600000',
   });
@@ -263,31 +335,8 @@ async function main() {
     const workerIdle = rssOf(stack.pid('worker'));
     const block = randomBytes(MiB);
 
-    const rows = [];
-    let lastUploadEnd = Date.now();
-    for (const count of UPLOAD_LEVELS) {
-      console.log(`memory bench: ${count} concurrent uploads of ${UPLOAD_SIZE.label} ...`);
-      makeRoomInLocalS3(count * UPLOAD_SIZE.bytes);
-      const run = await peaksDuring(pids, () =>
-        Promise.all(Array.from({ length: count }, (_, i) => upload(`up-${i}.bin`, UPLOAD_SIZE.bytes, block))),
-      );
-      if (!run.result.every((file) => file.bytes === UPLOAD_SIZE.bytes)) throw new Error('an upload came back short');
-      await Promise.all(run.result.map((file) => remove(file.id)));
-      rows.push({ kind: 'upload', load: `${count} concurrent uploads of ${UPLOAD_SIZE.label}`, ...run });
-      lastUploadEnd = Date.now();
-    }
-    makeRoomInLocalS3(DOWNLOAD_SIZE.bytes);
-    const source = await upload('down.bin', DOWNLOAD_SIZE.bytes, block);
-    for (const count of DOWNLOAD_LEVELS) {
-      console.log(`memory bench: ${count} concurrent downloads of ${DOWNLOAD_SIZE.label} ...`);
-      const run = await peaksDuring(pids, () =>
-        Promise.all(Array.from({ length: count }, () => download(`/v1/files/${source.id}/content`))),
-      );
-      if (!run.result.every((length) => length === DOWNLOAD_SIZE.bytes)) throw new Error('a download came back short');
-      rows.push({ kind: 'download', load: `${count} concurrent downloads of ${DOWNLOAD_SIZE.label}`, ...run });
-    }
-    await remove(source.id);
-    lastUploadEnd = Date.now();
+    const rows = await runLoads(oursSide, pids, block);
+    const lastUploadEnd = Date.now();
     await stack.checkReady();
     // Storage lets go of part buffers no upload has taken for 60 s (PART_BUFFER_IDLE_MS); the memory returns at
     // V8's next collection, which an idle process may put off for a while.
@@ -315,6 +364,7 @@ async function main() {
       '',
       `The worker at rest (previews on, ${REST_MS / 1000} s after start): ${mb(workerIdle)} — target < 150 MB ` +
         `${workerIdle < 150e6 ? 'met' : 'missed'}.`,
+      ...(TRANSFER_SIZES.length > 0 ? transferTargetLines(rows, floor) : []),
       ...(floor ? floorLines(rows, idle, floor) : []),
     ];
     console.log(lines.join('\n'));
