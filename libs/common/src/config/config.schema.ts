@@ -61,8 +61,7 @@ export const httpTimeoutsOf = (config: {
 const runtime = {
   /**
    * After a full collection V8 lets the old generation grow to (1 + this/100) × the live heap before the next
-   * (libs/common/src/lifecycle/heap-growth.ts says why a fixed 100 halves the CPU of some transfers); 0 leaves
-   * V8's own heuristic.
+   * (libs/common/src/lifecycle/heap-growth.ts says why a fixed factor); 0 leaves V8's own heuristic.
    */
   UHP_HEAP_GROWING_PERCENT: integer(100, 0, 1000),
 };
