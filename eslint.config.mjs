@@ -25,7 +25,7 @@ const appOf = (path) => /^apps\/([^/]+)\//.exec(path)?.[1] ?? null;
 /** Files that may reach the Prisma client: the repositories, the unit of work, and the wiring beside them. */
 const PRISMA_ALLOWED = new RegExp(
   '^libs/db/src/(repositories/|lifecycle/unit-of-work\\.ts$|' +
-    'prisma\\.service\\.ts$|db\\.module\\.ts$|database\\.ts$|index\\.ts$)',
+    'prisma\\.service\\.ts$|prisma\\.providers\\.ts$|db\\.module\\.ts$|database\\.ts$|index\\.ts$)',
 );
 const isPrismaImport = (specifier, resolved) =>
   specifier.startsWith('@prisma/') || /libs\/db\/src\/(generated(\/|$)|prisma\.service$)/.test(resolved ?? '');

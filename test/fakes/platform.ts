@@ -1,15 +1,8 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import pino from 'pino';
-import {
-  ApiError,
-  JobBus,
-  ObjectStore,
-  type ByteRange,
-  type ObjectRead,
-  type PutOptions,
-  type QueueDepth,
-} from '@app/common';
+import { ApiError, ObjectStore, type ByteRange, type ObjectRead, type PutOptions } from '@app/common';
+import { JobBus, type QueueDepth } from '@app/common/queue';
 import {
   type CompletedBlocksReceipt,
   type ComposedObjectReceipt,

@@ -1,5 +1,5 @@
 import { type MiddlewareConsumer, Module, type NestModule, RequestMethod } from '@nestjs/common';
-import { PlatformIoModule, platformHealth } from '@app/common';
+import { PlatformIoModule, platformHealth } from '@app/common/queue';
 import { DatabaseHealth, DbModule } from '@app/db';
 import { ArchivesModule } from './archives/archives.module';
 import { ApiKeyMiddleware } from './auth/auth';

@@ -9,7 +9,10 @@ import {
   type ReadinessCheck,
   type StorageConfig,
 } from '@app/common';
-import { DatabaseHealth, MultipartJournalModule, S3MultipartRepository } from '@app/db';
+// By path, not the '@app/db' barrel: that one also loads the unit of work and with it the queue client.
+import { DatabaseHealth } from '@app/db/database';
+import { MultipartJournalModule } from '@app/db/multipart-journal.module';
+import { S3MultipartRepository } from '@app/db/repositories/s3-multipart.repository';
 import {
   ComposeController,
   HashController,

@@ -1,5 +1,6 @@
 import { type DynamicModule, Module, type Provider } from '@nestjs/common';
-import { PlatformIoModule, platformHealth, READINESS_DETAILS, type WorkerConfig } from '@app/common';
+import { READINESS_DETAILS, type WorkerConfig } from '@app/common';
+import { PlatformIoModule, platformHealth } from '@app/common/queue';
 import { DatabaseHealth, DbModule } from '@app/db';
 import { ArchivesModule } from './archives/archives.module';
 import { JobMetricsModule } from './jobs/job-metrics';

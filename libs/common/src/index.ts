@@ -18,6 +18,3 @@ export * from './http/bootstrap';
 export * from './http/transfer-timeouts';
 export * from './lifecycle/graceful-shutdown';
 export * from './lifecycle/heap-growth';
-export * from './queue/job-bus';
-export * from './queue/job-runner';
-export * from './queue/platform-io.module';

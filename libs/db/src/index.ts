@@ -18,4 +18,5 @@ export * from './repositories/consistency.repository';
 export * from './lifecycle/object-stager';
 export * from './lifecycle/unit-of-work';
 export * from './db.module';
+export * from './multipart-journal.module';
 export type { FilePurpose, ContainerFileSource, ResponseStatus, PreviewStatus, UploadStatus } from './generated/client';

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiError, APP_CONFIG, JobBus, LOGGER, type AppLogger, type GatewayConfig } from '@app/common';
+import { ApiError, APP_CONFIG, LOGGER, type AppLogger, type GatewayConfig } from '@app/common';
+import { JobBus } from '@app/common/queue';
 import { isId, JOB, ManifestHasher, type Manifest } from '@app/contracts';
 import { ArchiveRepository, ContainerFileRepository, SessionRepository, UnitOfWork, type ArchiveRow } from '@app/db';
 import { type Download, Downloads, rebuiltWhenMissing } from '../downloads/downloads';

@@ -1,14 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  ApiError,
-  APP_CONFIG,
-  JobBus,
-  LOGGER,
-  NO_RETRY_HEADERS,
-  type AppLogger,
-  type GatewayConfig,
-} from '@app/common';
+import { ApiError, APP_CONFIG, LOGGER, NO_RETRY_HEADERS, type AppLogger, type GatewayConfig } from '@app/common';
+import { JobBus } from '@app/common/queue';
 import { JOB, PREVIEW_PIPELINE_VERSION, previewFormatKey, previewTypeOf } from '@app/contracts';
 import { PreviewRepository, UnitOfWork, type ContainerFileRow, type PreviewRow } from '@app/db';
 import { ContainerFilesService } from '../containers/container-files.service';

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { ApiError, APP_CONFIG, JobBus, LOGGER, ObjectStore, type AppLogger, type GatewayConfig } from '@app/common';
+import { ApiError, APP_CONFIG, LOGGER, ObjectStore, type AppLogger, type GatewayConfig } from '@app/common';
+import { JobBus } from '@app/common/queue';
 import { type ComposeSource, isId, MAX_UPLOAD_BLOCKS, MIN_BLOCK_BYTES, newId } from '@app/contracts';
 import {
   FileRepository,

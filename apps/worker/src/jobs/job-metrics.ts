@@ -1,6 +1,7 @@
 import { Global, Inject, Injectable, Module } from '@nestjs/common';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { JobBus, METRICS_REGISTRY } from '@app/common';
+import { METRICS_REGISTRY } from '@app/common';
+import { JobBus } from '@app/common/queue';
 import { QUEUE_NAMES } from '@app/contracts';
 
 const STATES = ['waiting', 'active', 'delayed', 'failed'] as const;

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { JobBus, LOGGER, ObjectStore, type AppLogger } from '@app/common';
+import { LOGGER, ObjectStore, type AppLogger } from '@app/common';
+import { JobBus } from '@app/common/queue';
 import { PREVIEW_PIPELINE_VERSION } from '@app/contracts';
 import {
   MaintenanceRepository,

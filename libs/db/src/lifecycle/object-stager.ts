@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Readable } from 'node:stream';
-import { ApiError, JobBus, LOGGER, ObjectStore, type AppLogger, type PutOptions } from '@app/common';
+import { ApiError, LOGGER, ObjectStore, type AppLogger, type PutOptions } from '@app/common';
+import { JobBus } from '@app/common/queue';
 import type { CompletedBlocksReceipt, ComposeSource } from '@app/contracts';
 import { StoredObjectRepository } from '../repositories/stored-object.repository';
 

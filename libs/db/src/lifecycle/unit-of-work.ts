@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { JobBus } from '@app/common';
+import { JobBus } from '@app/common/queue';
 import { PrismaService, type Db } from '../prisma.service';
 import { ArchiveRepository } from '../repositories/archive.repository';
 import { ContainerFileRepository } from '../repositories/container-file.repository';
