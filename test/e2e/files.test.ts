@@ -158,6 +158,10 @@ describe('files: upload, read, list, download, delete', () => {
       expect([answer.headers.get('etag'), answer.headers.get('content-range')]).toEqual([null, null]);
     }
     expect((await api('GET', `/v1/files/${file.id}`)).status).toBe(200);
+    // The answers changed nothing: the object keeps its one reference, and nothing was written in its place.
+    const object = await db.query('SELECT ref_count FROM stored_objects WHERE storage_key = $1', [rows[0].storage_key]);
+    expect(object.rows).toEqual([{ ref_count: 1 }]);
+    expect(await objectExists(rows[0].storage_key)).toBe(false);
   });
 
   it('deletes: 404 at once, gone from the list, bytes purged from the bucket', async () => {
