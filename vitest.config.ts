@@ -13,7 +13,10 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'unit', include: ['apps/**/*.spec.ts', 'libs/**/*.spec.ts', 'test/lint/**/*.spec.ts'] },
+        test: {
+          name: 'unit',
+          include: ['apps/**/*.spec.ts', 'libs/**/*.spec.ts', 'test/lint/**/*.spec.ts', 'bench/**/*.spec.mjs'],
+        },
       },
       {
         extends: true,

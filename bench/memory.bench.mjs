@@ -244,7 +244,7 @@ async function floorOf(s3, settings, block) {
     const idle = { gateway: rssOf(pids.gateway), storage: rssOf(pids.storage) };
     return { idle, rows: await runLoads(bareSide(s3), pids, block, ', floor') };
   } finally {
-    bare.stop();
+    await bare.stop();
   }
 }
 

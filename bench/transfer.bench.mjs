@@ -18,13 +18,18 @@
  * BENCH_SERVICE_ENV: extra "K=V,K=V" for the three services only (e.g. MALLOC_ARENA_MAX=2).
  * BENCH_NODE_ARGS: extra node options for the three services (e.g. "--cpu-prof --cpu-prof-dir=bench/results/prof").
  * BENCH_BARE_NODE_ARGS: the same for the two bare hops (bench/support/bare-hops.mjs), e.g. "--trace-gc".
+ * BENCH_CPU_PROFILE=1: a profiled run. The services and the bare hops run under `--cpu-prof` (profiles in
+ *   bench/results/prof-RUNID/), and each measured transfer's window of time selects its samples in every
+ *   profile: the run ends with CPU per GiB by kind of work (GC, socket I/O, parsing, SHA-256, copies, own code,
+ *   ...) for gateway and storage next to the bare front and back, the same transfers. The profiler costs CPU
+ *   itself, so a profiled run writes its own section of docs/benchmarks.md, never the main table.
  *
  * This is a measurement, not a test: nothing here asserts wall-clock time. It exits non-zero only when
  * a transfer fails or the bytes do not match.
  */
 import { execFileSync } from 'node:child_process';
 import { createCipheriv, createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { createRequire } from 'node:module';
 import { cpus, totalmem } from 'node:os';
@@ -64,8 +69,10 @@ import {
   writeDocsSection,
 } from './support/stack.mjs';
 import { startBareHops } from './support/bare-hops.mjs';
+import { KIND_NAMES, breakdown, readProfile, selfTimeWithin } from './support/cpu-profile.mjs';
 
 const RESULTS_DIR = join(ROOT, 'bench', 'results');
+const CPU_PROFILE = process.env.BENCH_CPU_PROFILE === '1';
 const require = createRequire(import.meta.url);
 
 const MB = 1e6;
@@ -445,11 +452,15 @@ const median = (xs) => {
 const fmt = (x, digits = 1) => (Number.isFinite(x) ? x.toFixed(digits) : 'n/a');
 const mb = (bytes) => bytes / MB;
 
+/** Now on the monotonic clock of `process.hrtime`, which is also the clock of every process's .cpuprofile. */
+const monotonicMicros = () => Number(process.hrtime.bigint() / 1000n);
+
 async function measure(monitor, fn) {
   monitor.start();
+  const from = monotonicMicros();
   try {
     const result = await fn();
-    return { result, ...monitor.stop() };
+    return { result, window: [from, monotonicMicros()], ...monitor.stop() };
   } catch (error) {
     monitor.stop();
     throw error;
@@ -463,6 +474,13 @@ async function main() {
     `bench: sizes ${sizes.map((s) => s.label).join(', ')}; part size ${settings.partSize / MiB} MiB, queue size ${settings.queueSize}; S3 ${S3.endpoint} bucket ${S3.bucket}`,
   );
 
+  const profileDir = join(RESULTS_DIR, `prof-${runId}`);
+  if (CPU_PROFILE) {
+    // Read by the stack and the bare hops when they start their processes.
+    for (const knob of ['BENCH_NODE_ARGS', 'BENCH_BARE_NODE_ARGS'])
+      process.env[knob] = `${process.env[knob] ?? ''} --cpu-prof --cpu-prof-dir=${profileDir}`.trim();
+    console.log(`bench: profiled run, profiles in ${profileDir}`);
+  }
   await ensureBucket(s3);
   await emptyBucket();
   await stack.start();
@@ -549,6 +567,7 @@ async function main() {
               cpu: m.cpu,
               machineBusyFraction: m.machineBusyFraction,
               samples: m.samples,
+              window: m.window,
             };
             runs.push(run);
             if (!m.ok) failures++;
@@ -574,7 +593,7 @@ async function main() {
   } finally {
     for (const id of gatewayFiles) await gatewayDelete(id);
     for (const key of directKeys) await forget(key);
-    bare.stop();
+    await bare.stop();
     await stack.stop();
     await emptyBucket().catch((error) => console.warn(`bench: could not empty ${S3.bucket}: ${error}`));
   }
@@ -636,15 +655,29 @@ async function main() {
   console.log(`\n${table}\n`);
   const reading = renderReading(summary);
   console.log(reading.join('\n'));
+  const profiles = CPU_PROFILE
+    ? profileBreakdown(runs, profileDir, {
+        ...Object.fromEntries(Object.entries(pids).map(([name, pid]) => [pid, name])),
+        [bare.pids.front]: 'bare front',
+        [bare.pids.back]: 'bare back',
+      })
+    : null;
+  if (profiles) console.log(`\n${renderProfileTable(profiles)}\n\n${renderHeaviest(profiles)}`);
 
   rmSync(partialFile, { force: true });
   const resultFile = join(RESULTS_DIR, `transfer-${runId}.json`);
-  writeFileSync(resultFile, JSON.stringify({ runId, machine, settings, sizes, summary, runs, idleRss }, null, 2));
+  writeFileSync(
+    resultFile,
+    JSON.stringify({ runId, machine, settings, sizes, summary, runs, idleRss, profiles }, null, 2),
+  );
   console.log(`\nbench: raw figures in ${resultFile}`);
 
   const writeDocs =
     process.env.BENCH_WRITE_DOCS === '1' || (process.env.BENCH_WRITE_DOCS !== '0' && sizes.some((s) => s.bytes >= GiB));
-  if (writeDocs && failures === 0) {
+  if (writeDocs && failures === 0 && profiles) {
+    writeDocsSection('transfer-profile', 'transfer.bench.mjs', renderProfileDocs({ machine, summary, profiles }));
+    console.log(`bench: wrote the profiled section of ${DOCS_FILE}`);
+  } else if (writeDocs && failures === 0) {
     writeDocsSection('transfer', 'transfer.bench.mjs', renderDocs({ machine, settings, summary, table, reading }));
     console.log(`bench: wrote ${DOCS_FILE}`);
   } else if (failures === 0) {
@@ -873,6 +906,162 @@ function machineFacts() {
       .map((k) => `${k}=${process.env[k]}`),
     sdk: `@aws-sdk/client-s3 ${require('@aws-sdk/client-s3/package.json').version}, @aws-sdk/lib-storage ${require('@aws-sdk/lib-storage/package.json').version}`,
   };
+}
+
+// ------------------------------------------------------------------ profiles (BENCH_CPU_PROFILE=1) ---
+const PROFILED = { ours: ['gateway', 'storage'], bare: ['bare front', 'bare back'] };
+const KIND_HEADERS = {
+  'garbage collection': 'GC',
+  'native, outside JS': 'native (outside JS)',
+  'SHA-256': 'SHA-256',
+  'buffer copies': 'buffer copies',
+  'socket I/O': 'socket I/O',
+  'HTTP and multipart parsing': 'HTTP + multipart parsing',
+  'Node streams': 'Node streams',
+  'AWS SDK': 'AWS SDK',
+  'own code': 'own code',
+  'framework and other libraries': 'framework + other libraries',
+  'other Node internals': 'other Node internals',
+  other: 'other',
+};
+
+/**
+ * CPU per GiB by kind of work, per process, over exactly the measured transfers: each run's window selects its
+ * samples in the process's profile. Rows for gateway and storage, the bare front and back, and "ours − bare",
+ * the difference of the two sides' sums (what our services spend above the floor, kind by kind).
+ */
+function profileBreakdown(runs, dir, namesByPid) {
+  const profiles = new Map();
+  for (const file of existsSync(dir) ? readdirSync(dir) : []) {
+    const [, , , pid, thread] = file.split('.'); // CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile
+    const name = namesByPid[pid];
+    // Thread 0 is the main thread, the one that moves the bytes.
+    if (file.endsWith('.cpuprofile') && thread === '0' && name && name !== 'worker')
+      profiles.set(name, readProfile(join(dir, file)));
+  }
+  const rows = [];
+  for (const size of [...new Set(runs.map((r) => r.size))]) {
+    for (const direction of ['upload', 'download']) {
+      const sums = {};
+      for (const [side, names] of Object.entries(PROFILED)) {
+        const picked = runs.filter((r) => r.size === size && r.direction === direction && r.side === side);
+        const bytes = picked.reduce((sum, r) => sum + r.bytes, 0);
+        const perGiB = (micros) => (micros / 1e6) * (GiB / bytes);
+        sums[side] = { busy: 0, kinds: {} };
+        for (const name of names) {
+          const profile = profiles.get(name);
+          if (!profile || !bytes) {
+            console.warn(`bench: no profile of ${name} for ${size} ${direction}`);
+            continue;
+          }
+          const { busy, kinds, functions } = breakdown(
+            profile,
+            selfTimeWithin(
+              profile,
+              picked.map((r) => r.window),
+            ),
+          );
+          const row = {
+            size,
+            direction,
+            process: name,
+            runs: picked.length,
+            busy: perGiB(busy),
+            kinds: Object.fromEntries(kinds.map(([kind, micros]) => [kind, perGiB(micros)])),
+            heaviest: functions.slice(0, 8).map(([fn, micros]) => ({ fn, seconds: perGiB(micros) })),
+          };
+          rows.push(row);
+          sums[side].busy += row.busy;
+          for (const [kind, value] of Object.entries(row.kinds))
+            sums[side].kinds[kind] = (sums[side].kinds[kind] ?? 0) + value;
+        }
+      }
+      if (sums.ours && sums.bare)
+        rows.push({
+          size,
+          direction,
+          process: 'ours − bare',
+          busy: sums.ours.busy - sums.bare.busy,
+          kinds: Object.fromEntries(
+            KIND_NAMES.map((kind) => [kind, (sums.ours.kinds[kind] ?? 0) - (sums.bare.kinds[kind] ?? 0)]),
+          ),
+          heaviest: [],
+        });
+    }
+  }
+  return rows;
+}
+
+function renderProfileTable(rows) {
+  const signed = (x, difference) => (difference && x > 0.005 ? `+${fmt(x, 2)}` : fmt(x, 2));
+  const lines = [
+    `| size | direction | process | CPU s/GiB (profiled) | ${KIND_NAMES.map((k) => KIND_HEADERS[k]).join(' | ')} |`,
+    `|---|---|---|---:|${KIND_NAMES.map(() => '---:').join('|')}|`,
+  ];
+  for (const row of rows) {
+    const difference = row.process === 'ours − bare';
+    const name = difference ? '**ours − bare**' : row.process;
+    lines.push(
+      `| ${row.size} | ${row.direction} | ${name} | ${signed(row.busy, difference)} | ${KIND_NAMES.map((k) => signed(row.kinds[k] ?? 0, difference)).join(' | ')} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/** "update node:internal/crypto/hash:132" → "`update` (hash:132)". */
+function shortFunction(fn) {
+  const named = fn.match(/^(.*) (\S+:\d+)$/);
+  return named ? `\`${named[1]}\` (${named[2].split('/').pop()})` : `\`${fn}\``;
+}
+
+function renderHeaviest(rows) {
+  return rows
+    .filter((row) => row.heaviest.length)
+    .map(
+      (row) =>
+        `- ${row.size} ${row.direction}, ${row.process}: ${row.heaviest
+          .slice(0, 6)
+          .map(({ fn, seconds }) => `${shortFunction(fn)} ${fmt(seconds, 2)}`)
+          .join(', ')}`,
+    )
+    .join('\n');
+}
+
+function renderProfileDocs({ machine, summary, profiles }) {
+  const ratios = summary
+    .map(
+      (row) =>
+        `${row.size} ${row.direction}: gateway + storage ${fmt(row.servicesCpu, 2)} s/GiB, bare hops ${fmt(row.bare?.cpu, 2)} s/GiB (ours ÷ bare ${fmt(row.servicesCpu / row.bare?.cpu, 2)}), direct SDK client ${fmt(row.sdkCpu, 2)} s/GiB (ours ÷ direct ${fmt(row.servicesCpu / row.sdkCpu, 2)}); direct ${fmt(row.directMBs)} MB/s, ours ${fmt(row.oursMBs)} MB/s`,
+    )
+    .map((line) => `- ${line}`)
+    .join('\n');
+  return `## Transfer: where each process spends its CPU (profiled)
+
+Generated by \`BENCH_CPU_PROFILE=1 npm run bench\` (\`bench/transfer.bench.mjs\`) on ${machine.date}. Re-running the
+profiled benchmark rewrites this section; the unprofiled run writes the table above.
+
+**Machine:** ${machine.nproc} cores (${machine.cpuModel}), ${fmt(machine.memoryGiB, 1)} GiB RAM, ${machine.os}, Node ${machine.node};
+S3: ${machine.s3}; ${machine.sdk}; commit ${machine.commit}.
+
+**What is measured.** The same run as the table above (ours, direct, bare, interleaved), with the gateway, the
+storage service and both bare hops under \`node --cpu-prof\`. Each measured transfer's start and end, taken on
+the machine's monotonic clock (the clock of every profile's timestamps), select that transfer's samples in each
+process's profile; warm-up, start-up and the time between transfers are left out. Self time is sorted into
+kinds of work (\`bench/support/cpu-profile.mjs\`) and divided by the bytes moved. The profiler adds CPU of its own
+(roughly a third to a half more), to both sides alike: read the kinds against each other and ours against bare,
+not these seconds against the unprofiled table. **ours − bare** is the two services' sum minus the two bare
+hops' sum, kind by kind: what our services spend above the floor of the same work in bare Node.
+
+The run's own totals, under the profiler:
+
+${ratios}
+
+${renderProfileTable(profiles)}
+
+Heaviest functions by self time, CPU s/GiB:
+
+${renderHeaviest(profiles)}
+`;
 }
 
 function renderDocs({ machine, settings, summary, table, reading }) {

@@ -45,9 +45,22 @@ export async function startBareHops({ port, partSize, queueSize, budgetBytes }) 
   const front = await start('front');
   return {
     pids: { front: front.pid, back: back.pid },
-    stop: () => {
-      for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
-    },
+    /** SIGTERM first, so that a hop started with `--cpu-prof` exits on its own and writes its profile. */
+    stop: () =>
+      Promise.all(
+        children.map(
+          (child) =>
+            new Promise((resolve) => {
+              if (child.exitCode !== null || child.signalCode !== null) return resolve();
+              const kill = setTimeout(() => child.kill('SIGKILL'), 5000);
+              child.once('exit', () => {
+                clearTimeout(kill);
+                resolve();
+              });
+              child.kill('SIGTERM');
+            }),
+        ),
+      ),
   };
 }
 
@@ -239,5 +252,6 @@ async function runBack({ port, partSize, queueSize, budgetBytes }) {
 }
 
 const [role, settings] = process.argv[1] === SELF ? process.argv.slice(2) : [];
+if (role) process.once('SIGTERM', () => process.exit(0));
 if (role === 'front') await runFront(JSON.parse(settings));
 else if (role === 'back') await runBack(JSON.parse(settings));

@@ -12,42 +12,17 @@
  * CUTS, e.g. "34.5,50": also start a new burst at these seconds from the profile's start (when the benchmark's
  * log shows two transfers back to back: cut where the first one ended).
  */
-import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
+import { breakdown, forEachSample, readProfile } from './cpu-profile.mjs';
 
 const [file, topArg, cutsArg] = process.argv.slice(2);
 if (!file) {
-  console.error('usage: cpu-profile-summary.mjs FILE.cpuprofile [TOP]');
+  console.error('usage: cpu-profile-summary.mjs FILE.cpuprofile [TOP] [CUTS]');
   process.exit(2);
 }
 const top = Number(topArg ?? 15);
-const profile = JSON.parse(readFileSync(file, 'utf8'));
+const profile = readProfile(file);
 
-/** Kinds of work, first match wins: what a byte path's CPU goes to. */
-const KINDS = [
-  ['garbage collection', (n) => n.functionName === '(garbage collector)'],
-  ['native / outside JS', (n) => n.functionName === '(program)'],
-  ['hashing (crypto)', (n) => /^(update|digest|Hash|_transform)$/.test(n.functionName) && /crypto|hash/i.test(n.url)],
-  [
-    'socket I/O',
-    (n) =>
-      /^(writev|writeBuffer|writeUtf8String|onStreamRead|readStop|readStart|_writeGeneric|_writev)$/.test(
-        n.functionName,
-      ),
-  ],
-  [
-    'HTTP parsing',
-    (n) =>
-      /_http_common|_http_incoming|_http_outgoing|_http_client|_http_server|undici|busboy|streamsearch/.test(n.url),
-  ],
-  ['Node streams', (n) => /internal\/streams|node:stream|internal\/webstreams/.test(n.url)],
-  ['AWS SDK', (n) => /@aws-sdk|@smithy/.test(n.url)],
-  ['our code', (n) => /\/dist\/(apps|libs)\//.test(n.url)],
-  ['other dependencies', (n) => /node_modules/.test(n.url)],
-  ['other Node internals', (n) => n.url.startsWith('node:') || n.url === '' || /^internal\//.test(n.url)],
-];
-
-const byId = new Map(profile.nodes.map((node) => [node.id, node]));
 const WINDOW_MICROS = 500_000;
 const cutWindows = new Set(
   (cutsArg ?? '')
@@ -62,19 +37,11 @@ const cutWindows = new Set(
  * row end a burst.
  */
 const windows = [];
-{
-  let clock = profile.startTime;
-  for (let i = 0; i < profile.samples.length; i++) {
-    clock += profile.timeDeltas[i] ?? 0;
-    const delta = Math.max(profile.timeDeltas[i + 1] ?? 0, 0);
-    const index = Math.floor((clock - profile.startTime) / WINDOW_MICROS);
-    const window = (windows[index] ??= { busy: 0, self: new Map() });
-    const id = profile.samples[i];
-    if (byId.get(id).callFrame.functionName === '(idle)') continue;
-    window.busy += delta;
-    window.self.set(id, (window.self.get(id) ?? 0) + delta);
-  }
-}
+forEachSample(profile, (id, at, micros) => {
+  const window = (windows[Math.floor((at - profile.startTime) / WINDOW_MICROS)] ??= { busy: 0, self: new Map() });
+  window.busy += micros;
+  window.self.set(id, (window.self.get(id) ?? 0) + micros);
+});
 const bursts = [];
 let current = null;
 let quiet = 0;
@@ -95,29 +62,12 @@ for (let index = 0; index < windows.length; index++) {
 const seconds = (micros) => (micros / 1e6).toFixed(2).padStart(7);
 
 function summarise(label, self) {
-  let busy = 0;
-  const kinds = new Map();
-  const functions = new Map();
-  for (const [id, micros] of self) {
-    const { callFrame } = byId.get(id);
-    busy += micros;
-    const kind = KINDS.find(([, test]) => test(callFrame))?.[0] ?? 'other';
-    kinds.set(kind, (kinds.get(kind) ?? 0) + micros);
-    const where = callFrame.url
-      ? `${callFrame.url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*\/dist\//, 'dist/')}:${callFrame.lineNumber + 1}`
-      : '';
-    const key = `${callFrame.functionName || '(anonymous)'} ${where}`.trim();
-    functions.set(key, (functions.get(key) ?? 0) + micros);
-  }
+  const { busy, kinds, functions } = breakdown(profile, self);
   const share = (micros) => `${((100 * micros) / busy).toFixed(1).padStart(5)} %`;
   console.log(`${label}: busy ${seconds(busy).trim()} s`);
-  for (const [kind, micros] of [...kinds].sort((a, b) => b[1] - a[1])) {
-    console.log(`  ${share(micros)} ${seconds(micros)} s  ${kind}`);
-  }
+  for (const [kind, micros] of kinds) console.log(`  ${share(micros)} ${seconds(micros)} s  ${kind}`);
   console.log('  heaviest functions (self time):');
-  for (const [key, micros] of [...functions].sort((a, b) => b[1] - a[1]).slice(0, top)) {
-    console.log(`  ${share(micros)} ${seconds(micros)} s  ${key}`);
-  }
+  for (const [key, micros] of functions.slice(0, top)) console.log(`  ${share(micros)} ${seconds(micros)} s  ${key}`);
 }
 
 const total = (self) => [...self.values()].reduce((sum, micros) => sum + micros, 0);
