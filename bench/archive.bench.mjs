@@ -285,7 +285,7 @@ function renderDocs(results, machine) {
   const writeBackRatios = results
     .map(
       (r) =>
-        `${(r.build.seconds / r.writeBackSeconds).toFixed(2)} at ${r.label} (the write back alone: ${(r.writeBackSeconds / r.floorSeconds).toFixed(2)} × the reads)`,
+        `${(r.build.seconds / r.writeBackSeconds).toFixed(2)} at ${r.label} (the reads with the write back take ${(r.writeBackSeconds / r.floorSeconds).toFixed(2)} × the reads alone)`,
     )
     .join(', ');
   const peaks = results.map((r) => `${mb(r.build.peakRss)} at ${r.label}`).join(', ');
