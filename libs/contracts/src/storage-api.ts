@@ -101,3 +101,7 @@ export interface CompletedBlocksReceipt {
 export const MIN_BLOCK_BYTES = 5 * 1024 * 1024;
 /** A resumable upload's blocks are numbered 0 … MAX_UPLOAD_BLOCKS-1 (S3 allows 10,000 part numbers, 4 a block). */
 export const MAX_UPLOAD_BLOCKS = 2499;
+/** S3 part numbers set aside per block; a block is written as one S3 part, the first of its numbers. */
+export const PART_NUMBERS_PER_BLOCK = 4;
+export const firstPartNumberOf = (block: number) => block * PART_NUMBERS_PER_BLOCK + 1;
+export const blockOfPartNumber = (partNumber: number) => Math.floor((partNumber - 1) / PART_NUMBERS_PER_BLOCK);

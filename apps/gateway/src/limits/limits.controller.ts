@@ -3,6 +3,7 @@ import { APP_CONFIG, Public, type GatewayConfig } from '@app/common';
 import { maxRequestBytes } from '../http/json-body.middleware';
 import { MAX_UPLOAD_PART_BYTES } from '../http/upload-body';
 import { ConverterAvailability } from '../previews/converter-availability';
+import { maxPendingUploadBytes } from '../uploads/upload-admission';
 
 export function limitsBody(config: GatewayConfig, previewFormats: string[]) {
   return {
@@ -20,6 +21,7 @@ export function limitsBody(config: GatewayConfig, previewFormats: string[]) {
       responses_in_flight: config.UHP_MAX_RESPONSES_IN_FLIGHT,
       pending_previews: config.UHP_MAX_PENDING_PREVIEWS,
       pending_uploads: config.UHP_MAX_PENDING_UPLOADS,
+      pending_upload_bytes: maxPendingUploadBytes(config),
       archive_builds: config.UHP_MAX_ARCHIVE_BUILDS,
     },
   };

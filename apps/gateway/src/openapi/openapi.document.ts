@@ -570,6 +570,7 @@ export const OPENAPI_DOCUMENT = {
               responses_in_flight: { type: 'integer' },
               pending_previews: { type: 'integer' },
               pending_uploads: { type: 'integer' },
+              pending_upload_bytes: { type: 'integer' },
               archive_builds: { type: 'integer' },
             },
           },

@@ -79,9 +79,11 @@ export class TusController {
   }
 
   private patchOf(req: Request, offset: number) {
+    const length = Number(header(req, 'content-length'));
     return {
       offset,
       body: req,
+      declaredBytes: header(req, 'content-length') !== undefined && Number.isSafeInteger(length) ? length : null,
       isComplete: () => req.complete,
       checksum: parseChecksum(header(req, 'upload-checksum')),
     };

@@ -3,7 +3,8 @@ import { createHash } from 'node:crypto';
 import { type Readable, Transform } from 'node:stream';
 import { ApiError, APP_CONFIG, ClientGoneError, type GatewayConfig } from '@app/common';
 import { isId, newId } from '@app/contracts';
-import { ObjectStager, UnitOfWork, UploadRepository, type UploadRow } from '@app/db';
+import { ObjectStager, UnitOfWork, UploadRepository, type UploadReservationRow, type UploadRow } from '@app/db';
+import { UploadAdmission } from '../uploads/upload-admission';
 import { DEFAULT_UPLOAD_EXPIRY_SECONDS } from '../uploads/upload-request';
 import { UploadsService } from '../uploads/uploads.service';
 import type { TusChecksumAlgorithm, TusMetadata } from './tus-protocol';
@@ -17,6 +18,8 @@ const PATCH_CLAIM_MS = 15 * 60_000;
 export interface TusPatch {
   offset: number;
   body: Readable;
+  /** The body's Content-Length; null when chunked. */
+  declaredBytes: number | null;
   /** False when the body stopped before its end (the client went away). */
   isComplete(): boolean;
   checksum: { algorithm: TusChecksumAlgorithm; digest: string } | null;
@@ -36,6 +39,7 @@ export class TusService {
     @Inject(UploadsService) private readonly completions: UploadsService,
     @Inject(UnitOfWork) private readonly uow: UnitOfWork,
     @Inject(ObjectStager) private readonly stager: ObjectStager,
+    @Inject(UploadAdmission) private readonly admission: UploadAdmission,
     @Inject(APP_CONFIG) private readonly config: GatewayConfig,
   ) {}
 
@@ -80,53 +84,86 @@ export class TusService {
       throw conflict();
     let advanced = false;
     try {
-      const hash = patch.checksum ? createHash(patch.checksum.algorithm) : null;
-      const hashing = new Transform({
-        transform(chunk: Buffer, _encoding, done) {
-          hash?.update(chunk);
-          done(null, chunk);
-        },
+      const remaining = Number(upload.bytes) - patch.offset;
+      if (patch.declaredBytes !== null && patch.declaredBytes > remaining)
+        throw new ApiError(
+          'file_too_large',
+          `The PATCH carries ${patch.declaredBytes} bytes; the upload has room for ${remaining}.`,
+          'Upload-Length',
+        );
+      const declared = patch.declaredBytes;
+      const { reservation } = await this.admission.admit(principalId, upload, {
+        minBytes: declared ?? 0,
+        maxBytes: declared ?? remaining,
+        asBlock: false,
       });
-      patch.body.on('error', (error) => hashing.destroy(error));
-      patch.body.on('close', () => {
-        if (!patch.isComplete()) hashing.destroy(new ClientGoneError('client disconnected mid-PATCH'));
-      });
-      patch.body.pipe(hashing);
-      const staged = await this.stager.stage(principalId, hashing, {
-        maxBytes: Number(upload.bytes) - patch.offset,
-        contentType: 'application/octet-stream',
-      });
-      if (patch.checksum && hash!.digest('base64') !== patch.checksum.digest) {
-        await this.stager.discard([staged]);
-        throw new ApiError('checksum_mismatch', `The PATCH body does not match its Upload-Checksum.`);
+      try {
+        const offset = await this.admission.whileStreaming(reservation, () =>
+          this.write(principalId, upload, patch, reservation),
+        );
+        advanced = true;
+        if (offset < Number(upload.bytes)) return { offset, upload };
+        return { offset, upload: await this.finish(principalId, upload) };
+      } catch (error) {
+        if (!advanced) await this.admission.giveBack(reservation, false);
+        throw error;
       }
-      const offset = patch.offset + staged.bytes;
-      await this.uow.run(
-        async (work) => {
-          await work.adopt(staged);
-          await work.uploads.addPart(principalId, {
-            id: newId('uploadPart'),
-            uploadId: upload.id,
-            objectId: staged.id,
-            bytes: staged.bytes,
-            sha256: staged.sha256,
-          });
-          if (!(await work.uploads.advance(principalId, upload.id, patch.offset, staged.bytes))) throw conflict();
-        },
-        { staged: [staged] },
-      );
-      advanced = true;
-      if (offset < Number(upload.bytes)) return { offset, upload };
-      return { offset, upload: await this.finish(principalId, upload) };
     } finally {
       if (!advanced) await this.uploads.releasePatch(principalId, upload.id);
     }
   }
 
+  /** Stages the PATCH's bytes (at most its reservation) and keeps them as the next part; returns the new offset. */
+  private async write(
+    principalId: string,
+    upload: UploadRow,
+    patch: TusPatch,
+    reservation: UploadReservationRow,
+  ): Promise<number> {
+    const conflict = () =>
+      new ApiError('upload_conflict', `Upload-Offset is not the upload's offset, or another PATCH is writing it.`);
+    const hash = patch.checksum ? createHash(patch.checksum.algorithm) : null;
+    const hashing = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        hash?.update(chunk);
+        done(null, chunk);
+      },
+    });
+    patch.body.on('error', (error) => hashing.destroy(error));
+    patch.body.on('close', () => {
+      if (!patch.isComplete()) hashing.destroy(new ClientGoneError('client disconnected mid-PATCH'));
+    });
+    patch.body.pipe(hashing);
+    const staged = await this.stager.stage(principalId, hashing, {
+      maxBytes: reservation.bytes,
+      contentType: 'application/octet-stream',
+    });
+    if (patch.checksum && hash!.digest('base64') !== patch.checksum.digest) {
+      await this.stager.discard([staged]);
+      throw new ApiError('checksum_mismatch', `The PATCH body does not match its Upload-Checksum.`);
+    }
+    await this.uow.run(
+      async (work) => {
+        if (!(await work.uploads.settleReservation(reservation.id))) throw conflict();
+        await work.adopt(staged);
+        await work.uploads.addPart(principalId, {
+          id: newId('uploadPart'),
+          uploadId: upload.id,
+          objectId: staged.id,
+          bytes: staged.bytes,
+          sha256: staged.sha256,
+        });
+        if (!(await work.uploads.advance(principalId, upload.id, patch.offset, staged.bytes))) throw conflict();
+      },
+      { staged: [staged] },
+    );
+    return patch.offset + staged.bytes;
+  }
+
   /** Every part, in order, becomes the file (as POST /v1/uploads/{id}/complete would do it). */
   private async finish(principalId: string, upload: UploadRow): Promise<UploadRow> {
     const parts = await this.uploads.listParts(principalId, upload.id);
-    const view = await this.completions.complete(principalId, upload.id, {
+    const view = await this.completions.completeUpload(principalId, upload, {
       partIds: parts.map((part) => part.id),
       md5: null,
     });
@@ -135,6 +172,6 @@ export class TusService {
 
   async terminate(principalId: string, id: string): Promise<void> {
     const upload = await this.find(principalId, id);
-    await this.completions.cancel(principalId, upload.id);
+    await this.completions.cancelUpload(principalId, upload);
   }
 }

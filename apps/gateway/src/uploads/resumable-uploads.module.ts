@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { PartArrivalMiddleware, PartArrivalOrder } from './part-arrival';
+import { UploadAdmission } from './upload-admission';
 import { UploadsController } from './uploads.controller';
 import { UploadsModule } from './uploads.module';
 import { UploadsService } from './uploads.service';
@@ -8,7 +9,7 @@ import { UploadsService } from './uploads.service';
 @Module({
   imports: [UploadsModule],
   controllers: [UploadsController],
-  providers: [UploadsService, PartArrivalOrder, PartArrivalMiddleware],
-  exports: [UploadsService, PartArrivalOrder, PartArrivalMiddleware],
+  providers: [UploadsService, UploadAdmission, PartArrivalOrder, PartArrivalMiddleware],
+  exports: [UploadsService, UploadAdmission, PartArrivalOrder, PartArrivalMiddleware],
 })
 export class ResumableUploadsModule {}

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import busboy from 'busboy';
-import type { Readable } from 'node:stream';
+import { type Readable, Transform } from 'node:stream';
 import {
   ApiError,
   APP_CONFIG,
@@ -50,6 +50,26 @@ export interface ReceiveOptions {
    * request's Content-Length bounds the file part's size from below too.
    */
   strictEnvelope?: boolean;
+  /**
+   * The file part's stream ends only once the whole request has been read and found well-formed (its
+   * bytes flow as they arrive): a sink that commits on the end (an upload's block) never commits a
+   * request that fails after its bytes.
+   */
+  endsWithRequest?: boolean;
+}
+
+/** `stream` as it flows, but ending only once `done` resolves (and failing if it rejects). */
+function endingWith(stream: Readable, done: Promise<void>): Readable {
+  const gate = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      callback(null, chunk);
+    },
+    flush(callback) {
+      done.then(() => callback(), callback);
+    },
+  });
+  stream.on('error', (error) => gate.destroy(error));
+  return stream.pipe(gate);
 }
 
 /** With `strictEnvelope`, everything in a request but the file part's bytes stays under this. */
@@ -116,11 +136,19 @@ export class UploadReceiver {
     const cancel = new AbortController();
     let failure: unknown = null;
     let pending: Promise<Omit<Received<T>, 'fields'>> | null = null;
+    let requestRead!: () => void;
+    let requestFailed!: (error: unknown) => void;
+    const wholeRequest = new Promise<void>((resolve, reject) => {
+      requestRead = resolve;
+      requestFailed = reject;
+    });
+    wholeRequest.catch(() => undefined);
 
     const settled = new Promise<void>((resolve, reject) => {
       const fail = (error: unknown) => {
         if (failure) return;
         failure = error;
+        requestFailed(error);
         cancel.abort(error);
         body.stream.unpipe(parser);
         reject(error);
@@ -128,7 +156,8 @@ export class UploadReceiver {
       const stage = async (stream: Readable, info: busboy.FileInfo) => {
         const filename = options.isNamed ? acceptFilename(info.filename) : fileField;
         const contentType = options.isNamed ? resolveContentType(info.mimeType, filename) : 'application/octet-stream';
-        const stored = await sink.write(stream, { maxBytes: options.maxBytes, contentType, signal: cancel.signal });
+        const body = options.endsWithRequest ? endingWith(stream, wholeRequest) : stream;
+        const stored = await sink.write(body, { maxBytes: options.maxBytes, contentType, signal: cancel.signal });
         return { stored, filename, contentType };
       };
 
@@ -167,6 +196,7 @@ export class UploadReceiver {
         if (failure) return;
         if (!pending)
           return fail(new ApiError('missing_file', `The body has no file part named "${fileField}".`, fileField));
+        requestRead();
         pending.then(() => resolve(), fail);
       });
       body.stream.on('close', () => {

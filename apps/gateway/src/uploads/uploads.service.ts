@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { ApiError, APP_CONFIG, LOGGER, ObjectStore, type AppLogger, type GatewayConfig } from '@app/common';
 import { JobBus } from '@app/common/queue';
-import { type ComposeSource, isId, MAX_UPLOAD_BLOCKS, MIN_BLOCK_BYTES, newId } from '@app/contracts';
+import { type ComposeSource, isId, MIN_BLOCK_BYTES, newId } from '@app/contracts';
 import {
   FileRepository,
   ObjectStager,
@@ -17,6 +17,7 @@ import {
 } from '@app/db';
 import { MAX_UPLOAD_PART_BYTES, type UploadBody } from '../http/upload-body';
 import { type ArrivalTicket, PartArrivalOrder } from './part-arrival';
+import { UploadAdmission } from './upload-admission';
 import { STRICT_ENVELOPE_BYTES, UploadReceiver } from './upload-receiver';
 import type { CompleteUploadInput, CreateUploadInput } from './upload-request';
 
@@ -31,6 +32,12 @@ const PENDING_UPLOAD_RETRY_AFTER_SECONDS = 30;
 
 /** A part request at least this long carries at least MIN_BLOCK_BYTES of data (see strictEnvelope): it is a block. */
 const BLOCK_REQUEST_MIN_BYTES = MIN_BLOCK_BYTES + STRICT_ENVELOPE_BYTES;
+
+/** The request's Content-Length, or null when it declares none (chunked). */
+const declaredLength = (body: UploadBody): number | null => {
+  const value = Number(body.headers['content-length']);
+  return body.headers['content-length'] !== undefined && Number.isSafeInteger(value) && value >= 0 ? value : null;
+};
 
 export interface UploadView {
   upload: UploadRow;
@@ -101,6 +108,7 @@ export class UploadsService {
     @Inject(ObjectStore) private readonly store: ObjectStore,
     @Inject(JobBus) private readonly jobs: JobBus,
     @Inject(PartArrivalOrder) private readonly arrivals: PartArrivalOrder,
+    @Inject(UploadAdmission) private readonly admission: UploadAdmission,
     @Inject(APP_CONFIG) private readonly config: GatewayConfig,
     @Inject(LOGGER) private readonly logger: AppLogger,
   ) {}
@@ -154,44 +162,73 @@ export class UploadsService {
   }
 
   /**
-   * A part of 5 MiB or more streams into the next block of the upload's multipart upload; a smaller one
-   * into an object of its own. Then, if the upload is still pending, the part is kept.
+   * A part is admitted first (UploadAdmission: room reserved against every cap before a byte is read).
+   * One of 5 MiB or more then streams into the next block of the upload's multipart upload, which S3
+   * takes only once the whole request has been read; a smaller one into an object of its own. Then, if
+   * the upload is still pending, the part is kept in place of its reservation.
    */
   async addPart(principalId: string, id: string, body: UploadBody, arrival?: ArrivalTicket): Promise<UploadPartRow> {
+    const declared = declaredLength(body);
+    const request = {
+      minBytes: declared === null ? 0 : Math.max(0, declared - STRICT_ENVELOPE_BYTES),
+      maxBytes: Math.min(declared ?? MAX_UPLOAD_PART_BYTES, MAX_UPLOAD_PART_BYTES),
+      asBlock: declared !== null && declared >= BLOCK_REQUEST_MIN_BYTES,
+    };
     // Blocks are taken in the order the parts arrived here (see PartArrivalOrder).
-    const { upload, block } = await this.arrivals.inTurn(arrival, async () => {
-      const upload = await this.find(principalId, id);
-      if (visibleStatus(upload) !== 'pending' || upload.status !== 'pending') throw conflict(upload);
-      const declared = Number(body.headers['content-length']);
-      const block =
-        upload.storageKey && upload.s3UploadId && declared >= BLOCK_REQUEST_MIN_BYTES
-          ? await this.uploads.takeBlock(principalId, upload.id, MAX_UPLOAD_BLOCKS)
-          : null;
-      return { upload, block };
-    });
-    const options = { fileField: 'data', maxBytes: MAX_UPLOAD_PART_BYTES, isNamed: false, strictEnvelope: true };
-    if (block === null) {
-      const received = await this.receiver.receive(body, principalId, () => undefined, options);
-      return this.keepPart(principalId, upload.id, received.staged, null);
-    }
-    let receipt: { bytes: number; sha256: string };
+    const { upload, reservation } = await this.arrivals.inTurn(arrival, async () =>
+      this.admission.admit(principalId, await this.find(principalId, id), request),
+    );
+    const options = { fileField: 'data', maxBytes: reservation.bytes, isNamed: false, strictEnvelope: true };
+    // Whether S3 holds (or may hold) the block: its room then stays taken until the upload ends.
+    let stored = false;
+    let mayBeStored = false;
     try {
-      ({ stored: receipt } = await this.receiver.receiveInto(body, () => undefined, options, {
-        write: (stream, put) => this.store.putBlock(upload.storageKey!, upload.s3UploadId!, block, stream, put),
-        // A block that is not kept stays in the multipart upload unnamed; completion drops it.
-        discard: async () => undefined,
-      }));
+      return await this.admission.whileStreaming(reservation, async () => {
+        if (reservation.block === null) {
+          const received = await this.receiver.receive(body, principalId, () => undefined, options);
+          return await this.keepPart(principalId, upload.id, reservation.id, received.staged, null);
+        }
+        const block = reservation.block;
+        let receipt: { bytes: number; sha256: string };
+        try {
+          ({ stored: receipt } = await this.receiver.receiveInto(
+            body,
+            () => undefined,
+            { ...options, endsWithRequest: true },
+            {
+              write: async (stream, put) => {
+                let sent = false;
+                stream.once('end', () => (sent = true));
+                try {
+                  const written = await this.store.putBlock(upload.storageKey!, upload.s3UploadId!, block, stream, put);
+                  stored = true;
+                  return written;
+                } catch (error) {
+                  // Storage refuses (4xx) before it writes; once it has the block, other failures may follow the write.
+                  mayBeStored = sent && !(error instanceof ApiError && error.status < 500);
+                  throw error;
+                }
+              },
+              discard: async () => undefined,
+            },
+          ));
+        } catch (error) {
+          const now = await this.uploads.findForOwner(principalId, upload.id);
+          if (now && (now.status !== 'pending' || !now.s3UploadId)) throw conflict(now);
+          throw error;
+        }
+        return await this.keepPart(principalId, upload.id, reservation.id, null, { block, ...receipt });
+      });
     } catch (error) {
-      const now = await this.uploads.findForOwner(principalId, upload.id);
-      if (now && (now.status !== 'pending' || !now.s3UploadId)) throw conflict(now);
+      await this.admission.giveBack(reservation, stored || mayBeStored);
       throw error;
     }
-    return this.keepPart(principalId, upload.id, null, { block, ...receipt });
   }
 
   private keepPart(
     principalId: string,
     uploadId: string,
+    reservationId: string,
     staged: (StagedObject & { sha256: string }) | null,
     block: { block: number; bytes: number; sha256: string } | null,
   ): Promise<UploadPartRow> {
@@ -201,13 +238,8 @@ export class UploadsService {
         const locked = await work.uploads.lockShared(principalId, uploadId);
         if (!locked) throw ApiError.notFound('upload');
         if (locked.status !== 'pending' || visibleStatus(locked) !== 'pending') throw conflict(locked);
-        // Parts beyond what the file needs twice over are refused: a client cannot park unbounded bytes.
-        const receivedSoFar = (await work.uploads.listParts(principalId, uploadId)).reduce(
-          (sum, part) => sum + Number(part.bytes),
-          0,
-        );
-        if (receivedSoFar + bytes > 2 * Number(locked.bytes) + MAX_UPLOAD_PART_BYTES)
-          throw new ApiError('file_too_large', 'The parts of this upload already hold twice its bytes.', 'data');
+        // The reservation admitted at most these bytes; it becomes the part, so the caps still hold.
+        if (!(await work.uploads.settleReservation(reservationId))) throw conflict(locked);
         if (staged) await work.adopt(staged);
         return work.uploads.addPart(principalId, {
           id: newId('uploadPart'),
@@ -229,12 +261,20 @@ export class UploadsService {
    * completed upload returns its file.
    */
   async complete(principalId: string, id: string, input: CompleteUploadInput): Promise<UploadView> {
-    const current = await this.find(principalId, id);
-    if (current.status === 'completed') return this.get(principalId, id);
+    return this.completeUpload(principalId, await this.find(principalId, id), input);
+  }
+
+  /** `complete` for an upload the caller found under its own protocol (tus completes its uploads here too). */
+  async completeUpload(principalId: string, current: UploadRow, input: CompleteUploadInput): Promise<UploadView> {
+    const viewNow = async () => {
+      const upload = (await this.uploads.findForOwner(principalId, current.id)) ?? current;
+      return { upload, file: await this.fileOf(principalId, upload) };
+    };
+    if (current.status === 'completed') return viewNow();
     const claim = await this.uploads.claim(principalId, current.id, new Date(Date.now() + COMPLETION_CLAIM_MS));
     if (!claim.won) {
       if (!claim.upload) throw ApiError.notFound('upload');
-      if (claim.upload.status === 'completed') return this.get(principalId, id);
+      if (claim.upload.status === 'completed') return viewNow();
       throw conflict(claim.upload.status === 'pending' ? { ...claim.upload, status: 'expired' } : claim.upload);
     }
     const upload = claim.upload;
@@ -388,7 +428,11 @@ export class UploadsService {
   }
 
   async cancel(principalId: string, id: string): Promise<UploadView> {
-    const upload = await this.find(principalId, id);
+    return this.cancelUpload(principalId, await this.find(principalId, id));
+  }
+
+  /** `cancel` for an upload the caller found under its own protocol (tus terminates its uploads here too). */
+  async cancelUpload(principalId: string, upload: UploadRow): Promise<UploadView> {
     const { view, multipart } = await this.uow.run(async (work) => {
       const cancelled = await work.uploads.markCancelled(principalId, upload.id);
       if (!cancelled) {
@@ -413,9 +457,10 @@ export class UploadsService {
     return view;
   }
 
+  /** An upload of the Uploads API; another protocol's upload (tus) is not found here, as another principal's is not. */
   private async find(principalId: string, id: string): Promise<UploadRow> {
     const upload = isId('upload', id) ? await this.uploads.findForOwner(principalId, id) : null;
-    if (!upload) throw ApiError.notFound('upload');
+    if (!upload || upload.protocol !== 'openai') throw ApiError.notFound('upload');
     return upload;
   }
 

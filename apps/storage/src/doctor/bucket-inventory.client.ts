@@ -8,7 +8,7 @@ import {
   S3ServiceException,
 } from '@aws-sdk/client-s3';
 import { staticS3CredentialsOf, type DoctorConfig } from '@app/common';
-import { lastPartOf } from '../objects/last-part';
+import { lastPartOf, partsOf } from '../objects/last-part';
 
 export interface BucketObject {
   key: string;
@@ -78,6 +78,19 @@ export class BucketInventoryClient {
   /** When the newest part of an unfinished upload arrived; null when it has none. */
   lastPartAt(key: string, uploadId: string): Promise<Date | null> {
     return lastPartOf(this.s3, this.bucket, key, uploadId);
+  }
+
+  /** The parts S3 holds of an unfinished multipart upload; null when S3 no longer knows the upload. */
+  async parts(key: string, uploadId: string): Promise<{ partNumber: number; bytes: number }[] | null> {
+    try {
+      return (await partsOf(this.s3, this.bucket, key, uploadId)).map((part) => ({
+        partNumber: part.PartNumber!,
+        bytes: Number(part.Size ?? 0),
+      }));
+    } catch (error) {
+      if ((error as { name?: string }).name === 'NoSuchUpload') return null;
+      throw error;
+    }
   }
 
   /** The size of an object, or null when there is none (to confirm a finding before reporting it). */

@@ -6,6 +6,7 @@ import {
   horizonsOf,
   orphanedRowFindings,
   referenceFindings,
+  strayUploadParts,
   stuckRows,
 } from './consistency-checks';
 
@@ -116,5 +117,34 @@ describe('rows under deleted parents', () => {
       { table: 'sessions', id: 's', parent: 'c' },
     ]);
     expect(found.map((f) => f.repairable)).toEqual([true, false]);
+  });
+});
+
+describe('parts of pending uploads that nothing accounts for', () => {
+  const upload = { uploadId: 'upload_a', principalId: 'p', storageKey: 'uploads/a', s3UploadId: 's3-a' };
+  const MiB = 1024 * 1024;
+
+  it('reports the blocks no part or reservation accounts for, with their bytes, and nothing else', () => {
+    const listed = [
+      { partNumber: 1, bytes: 8 * MiB }, // block 0, a kept part
+      { partNumber: 5, bytes: 16 * MiB }, // block 1, sub-parts of a block written before blocks were one part
+      { partNumber: 6, bytes: 16 * MiB },
+      { partNumber: 9, bytes: 6 * MiB }, // block 2, a part being written (reserved)
+      { partNumber: 13, bytes: 0 },
+      { partNumber: 9997, bytes: MiB }, // the copied last part of a completion that failed
+    ];
+    expect(strayUploadParts(upload, listed, new Set([0, 2]))).toEqual([
+      {
+        kind: 'stray_upload_parts',
+        uploadId: 'upload_a',
+        principalId: 'p',
+        key: 'uploads/a',
+        s3UploadId: 's3-a',
+        blocks: [{ block: 1, bytes: 32 * MiB }],
+        bytes: 32 * MiB,
+        repairable: true,
+      },
+    ]);
+    expect(strayUploadParts(upload, listed, new Set([0, 1, 2]))).toEqual([]);
   });
 });

@@ -1,4 +1,5 @@
-import type { ObjectRecord, OrphanedRow, ReferenceRecord, UnsettledRow } from '@app/db';
+import { blockOfPartNumber, MAX_UPLOAD_BLOCKS } from '@app/contracts';
+import type { ObjectRecord, OpenUploadMultipart, OrphanedRow, ReferenceRecord, UnsettledRow } from '@app/db';
 import type { BucketObject, UnfinishedUpload } from './bucket-inventory.client';
 
 /** One inconsistency: what is wrong, about what, and whether `--repair` may fix it without losing data. */
@@ -31,7 +32,17 @@ export type Finding =
       live: number;
       repairable: boolean;
     }
-  | { kind: 'orphaned_row'; table: OrphanedRow['table']; id: string; parent: string; repairable: boolean };
+  | { kind: 'orphaned_row'; table: OrphanedRow['table']; id: string; parent: string; repairable: boolean }
+  | {
+      kind: 'stray_upload_parts';
+      uploadId: string;
+      principalId: string;
+      key: string;
+      s3UploadId: string;
+      blocks: { block: number; bytes: number }[];
+      bytes: number;
+      repairable: true;
+    };
 
 export type FindingKind = Finding['kind'];
 
@@ -194,6 +205,38 @@ export function orphanedRowFindings(rows: OrphanedRow[]): Finding[] {
   }));
 }
 
+/**
+ * Parts of a pending upload's multipart upload in blocks that no kept part or counting reservation
+ * accounts for: bytes in the bucket that count against no cap. (Blocks past the last are the copied
+ * last part of a completion that failed, one part under 5 MiB, overwritten by the next completion.)
+ */
+export function strayUploadParts(
+  upload: OpenUploadMultipart,
+  listed: { partNumber: number; bytes: number }[],
+  accounted: Set<number>,
+): Finding[] {
+  const stray = new Map<number, number>();
+  for (const part of listed) {
+    const block = blockOfPartNumber(part.partNumber);
+    if (part.bytes === 0 || block >= MAX_UPLOAD_BLOCKS || accounted.has(block)) continue;
+    stray.set(block, (stray.get(block) ?? 0) + part.bytes);
+  }
+  if (stray.size === 0) return [];
+  const blocks = [...stray].map(([block, bytes]) => ({ block, bytes }));
+  return [
+    {
+      kind: 'stray_upload_parts',
+      uploadId: upload.uploadId,
+      principalId: upload.principalId,
+      key: upload.storageKey,
+      s3UploadId: upload.s3UploadId,
+      blocks,
+      bytes: blocks.reduce((sum, block) => sum + block.bytes, 0),
+      repairable: true,
+    },
+  ];
+}
+
 /** One line per finding, for a terminal. */
 export function describeFinding(finding: Finding): string {
   switch (finding.kind) {
@@ -219,6 +262,11 @@ export function describeFinding(finding: Finding): string {
       return (
         `object ${finding.objectId} (${finding.status}) counts ${finding.recorded} references; ` +
         `${finding.live} live rows point at it`
+      );
+    case 'stray_upload_parts':
+      return (
+        `pending upload ${finding.uploadId} holds ${finding.bytes} bytes in blocks ` +
+        `${finding.blocks.map((block) => block.block).join(', ')} of ${finding.key} that no part accounts for`
       );
     case 'orphaned_row':
       return finding.table === 'sessions'

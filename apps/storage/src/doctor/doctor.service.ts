@@ -5,6 +5,7 @@ import {
   BucketComparison,
   orphanedRowFindings,
   referenceFindings,
+  strayUploadParts,
   stuckRows,
   type Finding,
   type Horizons,
@@ -52,10 +53,29 @@ export class DoctorService {
     return [
       ...bucketFindings,
       ...abandonedUploads(uploads, horizons),
+      ...(await this.strayUploadParts()),
       ...stuckRows(await this.consistency.unsettledRows(), horizons),
       ...referenceFindings(await this.consistency.referenceMismatches()),
       ...orphanedRowFindings(await this.consistency.orphanedRows()),
     ];
+  }
+
+  /**
+   * Each pending upload's multipart upload against its parts and reservations. The listing comes first: a
+   * block S3 took before it had its reservation before, so the rows read after account for it.
+   */
+  private async strayUploadParts(): Promise<Finding[]> {
+    const findings: Finding[] = [];
+    for (let after: string | null = null; ;) {
+      const uploads = await this.consistency.openUploadMultipartsPage(after, PAGE);
+      for (const upload of uploads) {
+        const listed = await this.bucket.parts(upload.storageKey, upload.s3UploadId);
+        if (!listed) continue;
+        findings.push(...strayUploadParts(upload, listed, await this.consistency.accountedBlocks(upload.uploadId)));
+      }
+      if (uploads.length < PAGE) return findings;
+      after = uploads[uploads.length - 1].uploadId;
+    }
   }
 
   /** Looks again at each bucket finding: the row or the object may have moved on since the listing. */
@@ -91,6 +111,7 @@ export class DoctorService {
       'reference_count',
       'stuck_row',
       'abandoned_upload',
+      'stray_upload_parts',
       'orphan_object',
       'missing_object',
       'size_mismatch',
@@ -133,6 +154,20 @@ export class DoctorService {
       case 'abandoned_upload':
         await this.bucket.abort(finding.key, finding.uploadId);
         return { repaired: true };
+      case 'stray_upload_parts': {
+        // S3 cannot drop one part of a multipart upload (and servers such as Ceph refuse to complete
+        // without every part), so the bytes stay until the upload ends; held, they count against its caps.
+        const held = await this.consistency.holdStrayBlocks(
+          {
+            uploadId: finding.uploadId,
+            principalId: finding.principalId,
+            storageKey: finding.key,
+            s3UploadId: finding.s3UploadId,
+          },
+          finding.blocks,
+        );
+        return held ? { repaired: true } : { repaired: false, note: 'the upload ended meanwhile: nothing to hold' };
+      }
       case 'missing_object': {
         const { dropped, purge } = await this.consistency.dropCachesOfLostObject(finding.objectId);
         await this.purge(purge);

@@ -8,8 +8,15 @@ import {
   UploadPartCopyCommand,
 } from '@aws-sdk/client-s3';
 import { Readable } from 'node:stream';
-import { MAX_UPLOAD_BLOCKS, MIN_BLOCK_BYTES } from '@app/contracts';
+import {
+  blockOfPartNumber,
+  firstPartNumberOf,
+  MAX_UPLOAD_BLOCKS,
+  MIN_BLOCK_BYTES,
+  PART_NUMBERS_PER_BLOCK,
+} from '@app/contracts';
 import { partsOf } from './last-part';
+import { ObjectTooLargeError } from './metering.transform';
 import type { PartBufferPool } from './part-buffer-pool';
 
 export interface MultipartTarget {
@@ -245,107 +252,69 @@ export async function composeByCopy(
   }
 }
 
-/** S3 part numbers one block (one part of a resumable upload) may use: 4 × 16 MiB hold the 64 MiB largest part. */
-export const PART_NUMBERS_PER_BLOCK = 4;
-export const BLOCK_SUB_PART_BYTES = 16 * 1024 * 1024;
-export const MAX_BLOCK_BYTES = PART_NUMBERS_PER_BLOCK * BLOCK_SUB_PART_BYTES;
+/** A block is held in buffers of this size until its body has ended (4 hold the 64 MiB largest part). */
+export const BLOCK_BUFFER_BYTES = 16 * 1024 * 1024;
+export const MAX_BLOCK_BYTES = PART_NUMBERS_PER_BLOCK * BLOCK_BUFFER_BYTES;
 /** Blocks 0…MAX_BLOCKS-1; the part numbers after them stay free for one copied last part (see completeBlocks). */
 export const MAX_BLOCKS = MAX_UPLOAD_BLOCKS;
-
-export const firstPartNumberOf = (block: number) => block * PART_NUMBERS_PER_BLOCK + 1;
-export const blockOfPartNumber = (partNumber: number) => Math.floor((partNumber - 1) / PART_NUMBERS_PER_BLOCK);
 
 /** A block must carry at least one S3 part's minimum: a smaller part of a resumable upload is an object of its own. */
 export class BlockTooSmallError extends Error {}
 
 /**
- * Streams `body` (one part of a resumable upload, at most MAX_BLOCK_BYTES) into the S3 parts of `block`
- * of an open multipart upload, so that completing the upload later joins blocks without copying a byte.
- * Every S3 part must be at least 5 MiB except the object's last, and a block can sit anywhere in the
- * object, so a full 16 MiB buffer is held back until the next one has passed 5 MiB; a shorter tail is
- * sent together with the buffer before it. The writer borrows exactly two buffers from the pool, both
- * at once, and alternates them (one fills while the other is sent). Resolves with the bytes written;
- * rejects with BlockTooSmallError (nothing sent) when the body is under 5 MiB. Parts sent by a failed
- * block stay in the upload, unnamed; completion then takes every part (see completeBlocks).
+ * Writes `body` (one part of a resumable upload, at most `maxBytes`) as one S3 part, the first of
+ * `block`'s part numbers, once the body has ended and not before: until then its bytes wait in buffers
+ * borrowed from the pool, as many as `maxBytes` needs, granted together (writers never deadlock over the
+ * budget). A part that is refused, malformed or cut off mid-way therefore sends nothing to S3, and an
+ * UploadPart is atomic: S3 holds the block whole or not at all. The gateway ends `body` only after it
+ * has read the whole request, so a request that fails after its bytes leaves nothing either. Resolves
+ * with the bytes written; rejects with BlockTooSmallError (nothing sent) when the body is under 5 MiB.
  */
 export async function uploadBlock(
   target: Omit<MultipartTarget, 'contentType'> & { uploadId: string; journalId: string },
   block: number,
   body: Readable,
-  settings: { pool: PartBufferPool; journal: MultipartJournal },
+  settings: { pool: PartBufferPool; journal: MultipartJournal; maxBytes: number },
 ): Promise<number> {
   const { client, bucket, key, uploadId, journalId } = target;
-  const buffers = await settings.pool.acquireMany(BLOCK_SUB_PART_BYTES, 2);
-  const spare: Buffer[] = [buffers[1]];
-  let sending: Promise<void> | null = null;
-  let partNumber = firstPartNumberOf(block);
-  let total = 0;
-
-  const send = (chunks: Buffer[]) => {
-    const number = partNumber++;
-    const length = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
-    const request = client.send(
+  const capacity = Math.max(S3_MIN_PART_BYTES, Math.min(settings.maxBytes, MAX_BLOCK_BYTES));
+  const buffers = await settings.pool.acquireMany(BLOCK_BUFFER_BYTES, Math.ceil(capacity / BLOCK_BUFFER_BYTES));
+  try {
+    let index = 0;
+    let filled = 0;
+    let total = 0;
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      let offset = 0;
+      while (offset < chunk.length) {
+        if (filled === BLOCK_BUFFER_BYTES) {
+          index++;
+          filled = 0;
+        }
+        if (index === buffers.length) throw new ObjectTooLargeError(capacity);
+        const copied = chunk.copy(buffers[index], filled, offset);
+        filled += copied;
+        offset += copied;
+        total += copied;
+      }
+    }
+    if (total < S3_MIN_PART_BYTES) throw new BlockTooSmallError(`a block of ${total} bytes`);
+    const chunks = buffers.slice(0, index + 1).map((buffer, i) => (i === index ? buffer.subarray(0, filled) : buffer));
+    const partNumber = firstPartNumberOf(block);
+    const out = await client.send(
       new UploadPartCommand({
         Bucket: bucket,
         Key: key,
         UploadId: uploadId,
-        PartNumber: number,
+        PartNumber: partNumber,
         Body: chunks.length === 1 ? chunks[0] : Readable.from(chunks),
-        ContentLength: length,
+        ContentLength: total,
       }),
     );
-    sending = request.then(async (out) => {
-      if (!out.ETag) throw new Error(`part ${number} came back without an ETag`);
-      await settings.journal.partStored(journalId, number, length, out.ETag);
-    });
-    return sending;
-  };
-  /** The buffer `chunk` came from goes back to the spare list once its part is sent. */
-  const recycle = (sent: Promise<void>, buffer: Buffer) =>
-    sent.then(
-      () => void spare.push(buffer),
-      (error: unknown) => {
-        spare.push(buffer);
-        throw error;
-      },
-    );
-
-  let current = buffers[0];
-  let filled = 0;
-  let held: Buffer | null = null;
-  let inFlight: Promise<void> | null = null;
-  try {
-    for await (const chunk of body as AsyncIterable<Buffer>) {
-      let offset = 0;
-      while (offset < chunk.length) {
-        const copied = chunk.copy(current, filled, offset);
-        filled += copied;
-        offset += copied;
-        total += copied;
-        if (held && filled >= S3_MIN_PART_BYTES) {
-          inFlight = recycle(send([held]), held);
-          held = null;
-        }
-        if (filled === BLOCK_SUB_PART_BYTES) {
-          held = current;
-          if (inFlight) await inFlight;
-          inFlight = null;
-          current = spare.pop()!;
-          filled = 0;
-        }
-      }
-    }
-    if (total < S3_MIN_PART_BYTES) throw new BlockTooSmallError(`a block of ${total} bytes`);
-    if (inFlight) await inFlight;
-    if (held && filled > 0) await send([held, current.subarray(0, filled)]);
-    else if (held) await send([held]);
-    else await send([current.subarray(0, filled)]);
+    if (!out.ETag) throw new Error(`part ${partNumber} came back without an ETag`);
+    await settings.journal.partStored(journalId, partNumber, total, out.ETag);
     return total;
   } finally {
-    await (inFlight as Promise<void> | null)?.catch(() => undefined);
-    await (sending as Promise<void> | null)?.catch(() => undefined);
-    settings.pool.release(buffers[0]);
-    settings.pool.release(buffers[1]);
+    for (const buffer of buffers) settings.pool.release(buffer);
   }
 }
 

@@ -197,7 +197,8 @@ export class ObjectsService implements OnModuleInit, OnModuleDestroy {
     if (!Number.isSafeInteger(block) || block < 0 || block >= MAX_BLOCKS) throw ApiError.invalid('no such block');
     const journalId = await this.journal.idOf(key, uploadId);
     if (!journalId) throw ApiError.notFound('multipart upload');
-    const meter = new MeteringTransform(Math.min(maxBytes, MAX_BLOCK_BYTES));
+    const cap = Math.min(maxBytes, MAX_BLOCK_BYTES);
+    const meter = new MeteringTransform(cap);
     let callerGone = false;
     const gone = (error?: Error) => {
       callerGone = true;
@@ -209,13 +210,13 @@ export class ObjectsService implements OnModuleInit, OnModuleDestroy {
     });
     body.pipe(meter);
     try {
-      const bytes = await this.s3.writeBlock(key, uploadId, journalId, block, meter);
+      const bytes = await this.s3.writeBlock(key, uploadId, journalId, block, meter, cap);
       return { key, bytes, sha256: meter.digest() };
     } catch (error) {
       body.unpipe(meter);
       meter.destroy();
       if (error instanceof ObjectTooLargeError)
-        throw new ApiError('file_too_large', `A block is at most ${MAX_BLOCK_BYTES} bytes.`);
+        throw new ApiError('file_too_large', `This block may hold at most ${cap} bytes.`);
       if (error instanceof BlockTooSmallError) throw new ApiError('invalid_multipart', 'A block is at least 5 MiB.');
       if (callerGone) {
         this.logger.info({ key, block, bytes: meter.bytes }, 'block cancelled by the caller');

@@ -180,10 +180,18 @@ export class S3ObjectClient {
   }
 
   /** Streams one block of an open multipart upload (see uploadBlock); returns its size. */
-  writeBlock(key: string, uploadId: string, journalId: string, block: number, body: Readable): Promise<number> {
+  writeBlock(
+    key: string,
+    uploadId: string,
+    journalId: string,
+    block: number,
+    body: Readable,
+    maxBytes: number,
+  ): Promise<number> {
     return uploadBlock({ client: this.s3, bucket: this.bucket, key, uploadId, journalId }, block, body, {
       pool: this.partBuffers,
       journal: this.journal,
+      maxBytes,
     });
   }
 

@@ -28,6 +28,9 @@ export interface SweepResult {
   expired: number;
   expiredUploads: number;
   abortedMultiparts: number;
+  /** Reservations of parts whose gateway stopped renewing them: held (S3 took the block) or dropped. */
+  heldReservations: number;
+  droppedReservations: number;
   requeuedHashes: number;
   requeued: number;
   reclaimed: number;
@@ -38,7 +41,8 @@ export interface SweepResult {
 }
 
 /**
- * The periodic safety net: expires due files and resumable uploads, re-queues purges that were lost, reclaims uploads a
+ * The periodic safety net: expires due files and resumable uploads, settles the part reservations a
+ * dead gateway left, re-queues purges that were lost, reclaims uploads a
  * crashed process left, fails responses a dead gateway left in progress, drops previews of content no
  * live artifact has and archives a racing request left on a deleted session, and prunes old deleted
  * rows. Every release goes through a unit of work, so each reference goes exactly once.
@@ -69,6 +73,7 @@ export class SweepService {
       return objectIds.length;
     });
     const abortedMultiparts = await this.abortEndedMultiparts();
+    const reservations = await this.uploads.settleLapsedReservations(new Date());
     const unhashed = await this.objects.listUnhashedSince(
       new Date(Date.now() - (settings.lostHashSeconds ?? 600) * 1000),
       1000,
@@ -98,6 +103,8 @@ export class SweepService {
       expired,
       expiredUploads,
       abortedMultiparts,
+      heldReservations: reservations.held,
+      droppedReservations: reservations.dropped,
       requeuedHashes: unhashed.length,
       requeued: lost.length,
       reclaimed: reclaimed.length,

@@ -144,6 +144,11 @@ export const gatewayConfigSchema = z.object({
   UHP_MAX_PENDING_PREVIEWS: integer(16, 1, 100_000),
   /** Per principal, across the installation: resumable uploads (/v1/uploads, /v1/tus) not yet completed or ended. */
   UHP_MAX_PENDING_UPLOADS: integer(64, 1, 100_000),
+  /**
+   * Per principal, across the installation: bytes the parts of its pending resumable uploads may hold,
+   * parts being written included. 0 derives it: twice UHP_MAX_UPLOAD_BYTES (one largest upload, re-sent once).
+   */
+  UHP_MAX_PENDING_UPLOAD_BYTES: integer(0),
   /** Per principal, across the installation: archive builds queued or running. */
   UHP_MAX_ARCHIVE_BUILDS: integer(2, 1, 10_000),
   /**

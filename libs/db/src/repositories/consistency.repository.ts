@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Prisma } from '../generated/client';
 import type { PrismaService } from '../prisma.service';
 import { StoredObjectRepository } from './stored-object.repository';
@@ -28,6 +29,14 @@ export interface ReferenceRecord {
   status: ObjectStatus;
   refCount: number;
   live: number;
+}
+
+/** A pending resumable upload whose S3 multipart upload is open. */
+export interface OpenUploadMultipart {
+  uploadId: string;
+  principalId: string;
+  storageKey: string;
+  s3UploadId: string;
 }
 
 /** A live row whose parent is deleted (or a live session whose current container is). */
@@ -67,6 +76,52 @@ export class ConsistencyRepository {
       orderBy: { id: 'asc' },
       take: limit,
       select: { id: true, storageKey: true, status: true, bytes: true, createdAt: true, updatedAt: true },
+    });
+  }
+
+  /** Pending uploads whose multipart upload is open, in id order, a page at a time. */
+  async openUploadMultipartsPage(afterId: string | null, limit: number): Promise<OpenUploadMultipart[]> {
+    return this.prisma.$queryRaw<OpenUploadMultipart[]>(Prisma.sql`
+      SELECT id AS "uploadId", principal_id::text AS "principalId", storage_key AS "storageKey",
+             s3_upload_id AS "s3UploadId"
+        FROM uploads
+       WHERE s3_upload_id IS NOT NULL AND status = 'pending' AND id > ${afterId ?? ''}
+       ORDER BY id LIMIT ${limit}`);
+  }
+
+  /** Blocks of the upload that a kept part, or a reservation that still counts, accounts for. */
+  async accountedBlocks(uploadId: string): Promise<Set<number>> {
+    const rows = await this.prisma.$queryRaw<{ block: number }[]>(Prisma.sql`
+      SELECT block FROM upload_parts WHERE upload_id = ${uploadId} AND block IS NOT NULL
+      UNION
+      SELECT block FROM upload_reservations
+       WHERE upload_id = ${uploadId} AND block IS NOT NULL AND (held OR expires_at > now())`);
+    return new Set(rows.map((row) => Number(row.block)));
+  }
+
+  /**
+   * Blocks found in a pending upload's multipart upload that nothing accounted for are held: they count
+   * against its caps until it ends, when they go with the multipart upload. Only while it is still pending.
+   */
+  async holdStrayBlocks(upload: OpenUploadMultipart, blocks: { block: number; bytes: number }[]): Promise<boolean> {
+    return this.prisma.$transaction(async (tx) => {
+      const locked = await tx.$queryRaw<{ id: string }[]>(Prisma.sql`
+        SELECT id FROM uploads WHERE id = ${upload.uploadId} AND status = 'pending'
+           AND s3_upload_id = ${upload.s3UploadId} FOR UPDATE`);
+      if (locked.length !== 1) return false;
+      for (const { block, bytes } of blocks)
+        await tx.uploadReservation.create({
+          data: {
+            id: randomUUID(),
+            uploadId: upload.uploadId,
+            principalId: upload.principalId,
+            bytes: BigInt(bytes),
+            block,
+            expiresAt: new Date(),
+            held: true,
+          },
+        });
+      return true;
     });
   }
 

@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import { PART_NUMBERS_PER_BLOCK } from '@app/contracts';
 import { Prisma, type FilePurpose, type UploadStatus } from '../generated/client';
 import type { Db } from '../prisma.service';
 
@@ -55,6 +57,19 @@ export interface NewUpload {
   tusMetadata?: string | null;
   storageKey?: string | null;
   s3UploadId?: string | null;
+}
+
+/** What a part or PATCH has taken room for while it streams (see UploadRepository.reserve). */
+export interface UploadReservationRow {
+  id: string;
+  bytes: number;
+  block: number | null;
+}
+
+/** Bytes that count against an upload's caps now: its parts, and the reservations that still count. */
+export interface HeldBytes {
+  upload: number;
+  principal: number;
 }
 
 /** What a claim on an upload found: won, or the state that refused it. */
@@ -294,10 +309,116 @@ export class UploadRepository {
    * no object: they go with it.
    */
   async dropParts(principalId: string, uploadId: string): Promise<string[]> {
+    await this.db.uploadReservation.deleteMany({ where: { uploadId, principalId } });
     const rows = await this.db.$queryRaw<{ objectId: string | null }[]>(Prisma.sql`
       DELETE FROM upload_parts WHERE upload_id = ${uploadId} AND principal_id = ${principalId}::uuid
    RETURNING object_id::text AS "objectId"`);
     return rows.flatMap((row) => (row.objectId ? [row.objectId] : []));
+  }
+
+  /**
+   * Locks the upload row for one admission until the transaction ends, and then the principal's
+   * admissions too (in that order, everywhere): racing parts of one upload, or of one principal's uploads
+   * on any gateways, are admitted one at a time. Null when the principal has no such upload.
+   */
+  async lockForAdmission(principalId: string, id: string): Promise<UploadRow | null> {
+    const locked = await this.db.$queryRaw<{ id: string }[]>(Prisma.sql`
+      SELECT id FROM uploads WHERE id = ${id} AND principal_id = ${principalId}::uuid FOR UPDATE`);
+    if (locked.length !== 1) return null;
+    await this.db.$queryRaw(Prisma.sql`SELECT pg_advisory_xact_lock(hashtext(${`upload-bytes:${principalId}`}))::text`);
+    return this.findForOwner(principalId, id);
+  }
+
+  /**
+   * What counts now against the upload's own cap and against the principal's: parts kept by uploads
+   * still pending (or completing), and reservations that are held or not yet expired.
+   */
+  async heldBytes(principalId: string, uploadId: string): Promise<HeldBytes> {
+    const [row] = await this.db.$queryRaw<{ upload: bigint; principal: bigint }[]>(Prisma.sql`
+      WITH live AS (
+        SELECT id FROM uploads WHERE principal_id = ${principalId}::uuid AND status IN ('pending', 'completing')
+      ), held AS (
+        SELECT p.upload_id, p.bytes FROM upload_parts p
+         WHERE p.principal_id = ${principalId}::uuid AND p.upload_id IN (SELECT id FROM live)
+        UNION ALL
+        SELECT r.upload_id, r.bytes FROM upload_reservations r
+         WHERE r.principal_id = ${principalId}::uuid AND r.upload_id IN (SELECT id FROM live)
+           AND (r.held OR r.expires_at > now())
+      )
+      SELECT coalesce(sum(bytes) FILTER (WHERE upload_id = ${uploadId}), 0)::bigint AS upload,
+             coalesce(sum(bytes), 0)::bigint AS principal
+        FROM held`);
+    return { upload: Number(row.upload), principal: Number(row.principal) };
+  }
+
+  /** Takes room for one part or PATCH until `until` (renewed while it streams). Call it under lockForAdmission. */
+  async reserve(
+    principalId: string,
+    uploadId: string,
+    reservation: { bytes: number; block: number | null; until: Date },
+  ): Promise<UploadReservationRow> {
+    const id = randomUUID();
+    await this.db.uploadReservation.create({
+      data: {
+        id,
+        uploadId,
+        principalId,
+        bytes: BigInt(reservation.bytes),
+        block: reservation.block,
+        expiresAt: reservation.until,
+      },
+    });
+    return { id, bytes: reservation.bytes, block: reservation.block };
+  }
+
+  /** Keeps a reservation counting until `until`; false when it is gone (swept, or its upload ended). */
+  async renewReservation(id: string, until: Date): Promise<boolean> {
+    const { count } = await this.db.uploadReservation.updateMany({
+      where: { id, held: false },
+      data: { expiresAt: until },
+    });
+    return count === 1;
+  }
+
+  /**
+   * The reservation becomes the part its request kept: deleted in the part's transaction. False when it
+   * no longer counted (it lapsed, or its upload ended): the part must not be kept then.
+   */
+  async settleReservation(id: string): Promise<boolean> {
+    const { count } = await this.db.uploadReservation.deleteMany({
+      where: { id, held: false, expiresAt: { gt: new Date() } },
+    });
+    return count === 1;
+  }
+
+  /** The request kept nothing, and nothing of it reached S3: its room is free again. */
+  async releaseReservation(id: string): Promise<void> {
+    await this.db.uploadReservation.deleteMany({ where: { id, held: false } });
+  }
+
+  /**
+   * The block's bytes may be in the upload's multipart upload without being a part (S3 took them, then
+   * keeping the part failed): the room stays taken until the upload ends, when they go with it.
+   */
+  async holdReservation(id: string): Promise<void> {
+    await this.db.uploadReservation.updateMany({ where: { id }, data: { held: true } });
+  }
+
+  /**
+   * Reservations whose request stopped renewing them (its gateway died): a block that the storage journal
+   * shows S3 took is held at the size S3 took, every other one is deleted. Returns how many of each.
+   */
+  async settleLapsedReservations(now: Date): Promise<{ held: number; dropped: number }> {
+    const held = await this.db.$executeRaw(Prisma.sql`
+      UPDATE upload_reservations r SET held = true, bytes = p.bytes
+        FROM uploads u, s3_multipart_uploads m, s3_multipart_parts p
+       WHERE r.held = false AND r.expires_at <= ${now} AND r.block IS NOT NULL
+         AND u.id = r.upload_id AND m.storage_key = u.storage_key AND m.s3_upload_id = u.s3_upload_id
+         AND p.multipart_id = m.id AND p.part_number = r.block * ${PART_NUMBERS_PER_BLOCK} + 1`);
+    const { count: dropped } = await this.db.uploadReservation.deleteMany({
+      where: { held: false, expiresAt: { lte: now } },
+    });
+    return { held, dropped };
   }
 
   /**
@@ -314,6 +435,7 @@ export class UploadRepository {
                      ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)
    RETURNING id`);
     if (expired.length === 0) return [];
+    await this.db.uploadReservation.deleteMany({ where: { uploadId: { in: expired.map((row) => row.id) } } });
     const rows = await this.db.$queryRaw<{ objectId: string | null }[]>(Prisma.sql`
       DELETE FROM upload_parts WHERE upload_id = ANY(${expired.map((row) => row.id)}::text[])
    RETURNING object_id::text AS "objectId"`);
