@@ -105,7 +105,14 @@ export class TusService {
         if (offset < Number(upload.bytes)) return { offset, upload };
         return { offset, upload: await this.finish(principalId, upload) };
       } catch (error) {
-        if (!advanced) await this.admission.giveBack(reservation, false);
+        if (advanced) throw error;
+        await this.admission.giveBack(reservation, false);
+        if (error instanceof ApiError && error.code === 'file_too_large')
+          throw new ApiError(
+            'file_too_large',
+            `The PATCH carries more than the ${reservation.bytes} bytes admitted for it.`,
+            'Upload-Length',
+          );
         throw error;
       }
     } finally {

@@ -221,6 +221,12 @@ export class UploadsService {
       });
     } catch (error) {
       await this.admission.giveBack(reservation, stored || mayBeStored);
+      if (error instanceof ApiError && error.code === 'file_too_large')
+        throw new ApiError(
+          'file_too_large',
+          `The part holds more than the ${reservation.bytes} bytes admitted for it.`,
+          'data',
+        );
       throw error;
     }
   }
