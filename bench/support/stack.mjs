@@ -187,10 +187,16 @@ export function procStat(pid) {
  * config schema's defaults and rules, so the bench's other sides copy the service and not a guess).
  */
 export function storageUploadSettings(env) {
-  const { storageConfigSchema } = require(join(ROOT, 'dist/libs/common/src/config/config.schema.js'));
+  const { fileLimitsOf, gatewayConfigSchema, storageConfigSchema } = require(
+    join(ROOT, 'dist/libs/common/src/config/config.schema.js'),
+  );
   const config = storageConfigSchema.parse({ ...process.env, ...env });
-  // Same rule as S3ObjectClient.upload: parts big enough for max_file_bytes to fit in 10,000 parts.
-  const partSize = Math.max(config.S3_PART_SIZE_BYTES, Math.ceil(config.UHP_MAX_FILE_BYTES / 10_000));
+  // Same rules as ObjectsService.put and S3ObjectClient.upload for a POST /v1/files: the gateway caps the put
+  // at its single-request limit, the storage service at the larger of its own two, and parts are big enough
+  // for that cap to fit in 10,000 of them.
+  const { maxSingleRequestFileBytes } = fileLimitsOf(gatewayConfigSchema.parse({ ...process.env, ...env }));
+  const cap = Math.min(maxSingleRequestFileBytes, Math.max(config.UHP_MAX_FILE_BYTES, config.ARCHIVE_MAX_BYTES));
+  const partSize = Math.max(config.S3_PART_SIZE_BYTES, Math.ceil(cap / 10_000));
   return { partSize, queueSize: config.S3_UPLOAD_QUEUE_SIZE, budgetBytes: config.STORAGE_MEMORY_BUDGET_BYTES };
 }
 

@@ -56,6 +56,15 @@ describe('the chart refuses to render', () => {
     );
   });
 
+  it('with the removed UHP_MAX_UPLOAD_BYTES among a component’s settings', async () => {
+    for (const component of ['gateway', 'storage'])
+      expect(
+        await renderFailure({ values: 'minimal', overrides: { [component]: { env: { UHP_MAX_UPLOAD_BYTES: '1' } } } }),
+      ).toContain(
+        `${component}.env.UHP_MAX_UPLOAD_BYTES was removed: maxFileBytes (UHP_MAX_FILE_BYTES) now caps every file`,
+      );
+  });
+
   it('with values the schema does not allow (an unknown queue, a misspelt key)', async () => {
     expect(await renderFailure({ values: 'minimal', set: { 'redis.hots': 'x' } })).toMatch(
       /additional properties 'hots' not allowed|hots/,

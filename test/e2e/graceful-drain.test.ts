@@ -34,7 +34,7 @@ describe('SIGTERM to the gateway during an upload', () => {
     const stack = new Stack(testPort(19780), {
       ...queues,
       SHUTDOWN_GRACE_MS: '15000',
-      UHP_MAX_FILE_BYTES: String(16 * MiB),
+      UHP_MAX_SINGLE_REQUEST_FILE_BYTES: String(16 * MiB),
     });
     await stack.start(['storage', 'gateway']);
     try {
@@ -57,7 +57,7 @@ describe('SIGTERM to the gateway during an upload', () => {
     const stack = new Stack(testPort(19780), {
       ...queues,
       SHUTDOWN_GRACE_MS: '1000',
-      UHP_MAX_FILE_BYTES: String(16 * MiB),
+      UHP_MAX_SINGLE_REQUEST_FILE_BYTES: String(16 * MiB),
     });
     await stack.start(['storage', 'gateway']);
     try {
@@ -83,7 +83,7 @@ describe('SIGTERM to a worker during an archive build and a conversion', () => {
     SHUTDOWN_GRACE_MS: '500',
     ARCHIVE_WAIT_MS: '0',
     PREVIEW_TIMEOUT_MS: '1000',
-    UHP_MAX_FILE_BYTES: String(16 * MiB),
+    UHP_MAX_SINGLE_REQUEST_FILE_BYTES: String(16 * MiB),
     UHP_MAX_ARCHIVE_BUILDS: '100',
     UHP_MAX_PENDING_PREVIEWS: '100',
   });

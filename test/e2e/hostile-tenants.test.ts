@@ -45,7 +45,7 @@ describe('nobody’s body is read before they are known; idle transfers are cut'
     UHP_IDLE_TIMEOUT_MS: '1500',
     UHP_HEADERS_TIMEOUT_MS: '1500',
     UHP_DRAIN_TIMEOUT_MS: '2000',
-    UHP_MAX_FILE_BYTES: String(32 * MiB),
+    UHP_MAX_SINGLE_REQUEST_FILE_BYTES: String(32 * MiB),
   });
   const port = () => stack.port('gateway');
   beforeAll(() => stack.start(['storage', 'gateway']));
@@ -173,7 +173,7 @@ describe('nobody’s body is read before they are known; idle transfers are cut'
 
 describe('per-principal limits: one tenant at its limits does not slow another', () => {
   const limits = { UHP_MAX_CONCURRENT_DOWNLOADS: '4', UHP_MAX_CONCURRENT_UPLOADS: '2', UHP_IDLE_TIMEOUT_MS: '30000' };
-  const stack = new Stack(testPort(19180), { ...limits, UHP_MAX_FILE_BYTES: String(16 * MiB) });
+  const stack = new Stack(testPort(19180), { ...limits, UHP_MAX_SINGLE_REQUEST_FILE_BYTES: String(16 * MiB) });
   const base = () => `http://127.0.0.1:${stack.port('gateway')}`;
   const held: RawExchange[] = [];
   beforeAll(() => stack.start(['storage', 'gateway']));
@@ -303,7 +303,7 @@ describe('memory bounded by configuration, not by load', () => {
   const stack = new Stack(testPort(19380), {
     STORAGE_MEMORY_BUDGET_BYTES: String(budget),
     S3_PART_SIZE_BYTES: String(5 * MiB),
-    UHP_MAX_FILE_BYTES: String(32 * MiB),
+    UHP_MAX_SINGLE_REQUEST_FILE_BYTES: String(32 * MiB),
     UHP_MAX_CONCURRENT_UPLOADS: '100',
   });
   beforeAll(() => stack.start(['storage', 'gateway']));

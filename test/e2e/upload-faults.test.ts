@@ -3,13 +3,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { api, BOUNDARY, CLOSE, fileForm, MULTIPART_TYPE, newSession, partHead, rawRequest } from '../support/api';
 import { count, dbNow, leftoversSince } from '../support/db';
-import { TEST_MAX_FILE_BYTES, testPort } from '../support/env';
+import { TEST_MAX_SINGLE_REQUEST_FILE_BYTES, testPort } from '../support/env';
 import { pollUntil } from '../support/poll';
 import { objectKeys, unfinishedUploads } from '../support/s3';
 import { S3FaultProxy } from '../support/s3-fault-proxy';
 import { Stack } from '../support/stack';
 
-const MAX = TEST_MAX_FILE_BYTES;
+const MAX = TEST_MAX_SINGLE_REQUEST_FILE_BYTES;
 const nothingLeft = { objects: 0, files: 0, containerFiles: 0 };
 
 async function expectNothingLeftSince(since: Date) {
@@ -191,7 +191,7 @@ describe('the storage service dying mid-upload', () => {
   const stack = new Stack(testPort(18180), {
     STORAGE_ABANDONED_UPLOAD_SECONDS: '1',
     STORAGE_SWEEP_INTERVAL_MS: '1000',
-    UHP_MAX_FILE_BYTES: String(64 * 1024 * 1024),
+    UHP_MAX_SINGLE_REQUEST_FILE_BYTES: String(64 * 1024 * 1024),
     S3_PART_SIZE_BYTES: String(5 * 1024 * 1024),
   });
   afterAll(() => stack.stop());
@@ -250,7 +250,7 @@ describe('S3 failing mid-upload', () => {
     const endpoint = await proxy.start();
     stack = new Stack(testPort(18580), {
       S3_ENDPOINT: endpoint,
-      UHP_MAX_FILE_BYTES: String(64 * 1024 * 1024),
+      UHP_MAX_SINGLE_REQUEST_FILE_BYTES: String(64 * 1024 * 1024),
       S3_PART_SIZE_BYTES: String(5 * 1024 * 1024),
       S3_UPLOAD_QUEUE_SIZE: '1',
     });

@@ -79,7 +79,19 @@ export function gatewayServices(options: { config?: Record<string, string>; agen
     platform.uow,
     silentLogger,
   );
-  return { platform, config, files, sessions, containers, containerFiles, responses, previews, archives, converters };
+  return {
+    platform,
+    config,
+    files,
+    sessions,
+    containers,
+    containerFiles,
+    artifacts,
+    responses,
+    previews,
+    archives,
+    converters,
+  };
 }
 
 export type GatewayServices = ReturnType<typeof gatewayServices>;

@@ -16,7 +16,11 @@ export const TEST_REDIS_URL = process.env.UHP_TEST_REDIS_URL ?? `redis://127.0.0
 export const ownQueues = (lane: string) => ({ REDIS_URL: TEST_REDIS_URL, REDIS_KEY_PREFIX: `test-${lane}` });
 export const TEST_BUCKET = process.env.UHP_TEST_BUCKET ?? `uhp-test${SLOT ? `-${SLOT}` : ''}`;
 export const TEST_STORAGE_TOKEN = 'test-storage-token-0123456789';
-export const TEST_MAX_FILE_BYTES = 4 * 1024 * 1024;
+/**
+ * What one request may upload in tests (max_file_bytes). UHP_MAX_FILE_BYTES keeps its default, so the
+ * resumable-upload tests can send files far larger than one request may.
+ */
+export const TEST_MAX_SINGLE_REQUEST_FILE_BYTES = 4 * 1024 * 1024;
 
 export const S3 = {
   endpoint: process.env.S3_ENDPOINT ?? 'http://127.0.0.1:7480',
@@ -48,7 +52,7 @@ export function stackEnv(portBase: number, overrides: Record<string, string> = {
     S3_ACCESS_KEY_ID: S3.accessKeyId,
     S3_SECRET_ACCESS_KEY: S3.secretAccessKey,
     UHP_API_KEYS: `alice=${KEYS.alice},bob=${KEYS.bob}`,
-    UHP_MAX_FILE_BYTES: String(TEST_MAX_FILE_BYTES),
+    UHP_MAX_SINGLE_REQUEST_FILE_BYTES: String(TEST_MAX_SINGLE_REQUEST_FILE_BYTES),
     UHP_MAX_INLINE_FILE_BYTES: String(1024 * 1024),
     UHP_PUBLIC_BASE_URL: `http://127.0.0.1:${portBase}`,
     UHP_DRAIN_TIMEOUT_MS: '10000',

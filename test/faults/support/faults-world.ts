@@ -50,7 +50,7 @@ export class FaultsWorld {
       REDIS_KEY_PREFIX: KEY_PREFIX,
       S3_ENDPOINT: endpoint,
       S3_BUCKET: FAULTS_BUCKET,
-      UHP_MAX_FILE_BYTES: String(64 * MiB),
+      UHP_MAX_SINGLE_REQUEST_FILE_BYTES: String(64 * MiB),
       S3_PART_SIZE_BYTES: String(5 * MiB),
       SWEEP_INTERVAL_MS: '1000',
       STALE_UPLOAD_SECONDS: String(STALE_UPLOAD_SECONDS),

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Readable } from 'node:stream';
-import { APP_CONFIG, type GatewayConfig } from '@app/common';
+import { APP_CONFIG, fileLimitsOf, type GatewayConfig } from '@app/common';
 import { newId } from '@app/contracts';
 import { ObjectStager, UnitOfWork, type ContainerFileRow, type StagedObject } from '@app/db';
 import type { ArtifactOrigin } from '../auth/task-scope';
@@ -53,7 +53,10 @@ export class ArtifactWriter {
     );
   }
 
-  /** Streams new bytes into the container (an agent writing an artifact in process). */
+  /**
+   * Streams new bytes into the container (an agent writing an artifact in process). A cut stream cannot
+   * resume, so it is held to the single-request limit as an upload would be.
+   */
   async write(
     principalId: string,
     containerId: string,
@@ -68,7 +71,7 @@ export class ArtifactWriter {
       throw error;
     }
     const staged = await this.stager.stage(principalId, file.body, {
-      maxBytes: this.config.UHP_MAX_FILE_BYTES,
+      maxBytes: fileLimitsOf(this.config).maxSingleRequestFileBytes,
       contentType: file.contentType,
     });
     return this.commit(principalId, containerId, origin, { staged, filename, contentType: file.contentType });

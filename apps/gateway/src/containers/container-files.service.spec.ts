@@ -57,6 +57,26 @@ describe('ContainerFilesService and ContainersService', () => {
     expect(world.platform.memory.tables.containerFiles).toEqual([]);
   });
 
+  it('an artifact an agent writes in process stops where one request does, below UHP_MAX_FILE_BYTES too', async () => {
+    const write = (world: ReturnType<typeof gatewayServices>, containerId: string, bytes: number) =>
+      world.artifacts.write(ALICE, containerId, USER_ORIGIN, {
+        filename: 'report.bin',
+        contentType: 'application/octet-stream',
+        body: Readable.from([Buffer.alloc(bytes)]),
+      });
+    for (const [config, limit] of [
+      [{ UHP_MAX_FILE_BYTES: '4096', UHP_MAX_SINGLE_REQUEST_FILE_BYTES: '1000' }, 1000],
+      [{ UHP_MAX_FILE_BYTES: '1000', UHP_MAX_SINGLE_REQUEST_FILE_BYTES: '4096' }, 1000],
+    ] as const) {
+      const world = gatewayServices({ config });
+      const { containerId } = await sessionOf(world);
+      expect(await write(world, containerId, limit)).toMatchObject({ bytes: BigInt(limit) });
+      await expect(write(world, containerId, limit + 1)).rejects.toMatchObject({ code: 'file_too_large' });
+      expect(world.platform.memory.tables.containerFiles).toHaveLength(1);
+      expect(world.platform.store.objects.size).toBe(1);
+    }
+  });
+
   it('deleting an artifact drops the archives that hold its bytes, and answers 404 the second time', async () => {
     const world = gatewayServices();
     const { sessionId, containerId } = await sessionOf(world);

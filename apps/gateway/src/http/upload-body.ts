@@ -1,7 +1,7 @@
 import { type CanActivate, type ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
-import { ApiError, APP_CONFIG, setDrainLimits, type GatewayConfig } from '@app/common';
+import { ApiError, APP_CONFIG, fileLimitsOf, setDrainLimits, type GatewayConfig } from '@app/common';
 
 /** Room for the multipart envelope when judging Content-Length against max_file_bytes. */
 export const MULTIPART_ENVELOPE_BYTES = 64 * 1024;
@@ -32,7 +32,7 @@ export class UploadLengthGuard implements CanActivate {
 
   canActivate(context: ExecutionContext): boolean {
     return judgeUploadLength(context.switchToHttp().getRequest<IncomingMessage>(), this.config, {
-      maxBytes: this.config.UHP_MAX_FILE_BYTES,
+      maxBytes: fileLimitsOf(this.config).maxSingleRequestFileBytes,
       limitName: 'max_file_bytes',
       param: 'file',
     });

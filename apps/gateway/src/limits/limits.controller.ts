@@ -1,17 +1,22 @@
 import { Controller, Get, Inject } from '@nestjs/common';
-import { APP_CONFIG, Public, type GatewayConfig } from '@app/common';
+import { APP_CONFIG, fileLimitsOf, Public, type GatewayConfig } from '@app/common';
 import { maxRequestBytes } from '../http/json-body.middleware';
 import { MAX_UPLOAD_PART_BYTES } from '../http/upload-body';
 import { ConverterAvailability } from '../previews/converter-availability';
 import { maxPendingUploadBytes } from '../uploads/upload-admission';
 
+/**
+ * `max_file_bytes` keeps the contract's meaning, the largest file one request (POST /v1/files) takes;
+ * the largest file of any kind is what a resumable upload may declare, `max_upload_bytes`.
+ */
 export function limitsBody(config: GatewayConfig, previewFormats: string[]) {
+  const files = fileLimitsOf(config);
   return {
     object: 'limits' as const,
-    max_file_bytes: config.UHP_MAX_FILE_BYTES,
-    max_inline_file_bytes: config.UHP_MAX_INLINE_FILE_BYTES,
+    max_file_bytes: files.maxSingleRequestFileBytes,
+    max_inline_file_bytes: files.maxInlineFileBytes,
     max_request_bytes: maxRequestBytes(config),
-    max_upload_bytes: config.UHP_MAX_UPLOAD_BYTES,
+    max_upload_bytes: files.maxFileBytes,
     max_upload_part_bytes: MAX_UPLOAD_PART_BYTES,
     preview: { enabled: previewFormats.length > 0, formats: previewFormats, timeout_ms: config.PREVIEW_TIMEOUT_MS },
     archive: { formats: ['zip'] },

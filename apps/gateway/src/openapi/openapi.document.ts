@@ -247,7 +247,13 @@ export const OPENAPI_DOCUMENT = {
         summary: 'tus 1.0: create an upload (creation, creation-with-upload)',
         parameters: [
           { name: 'Tus-Resumable', in: 'header', required: true, schema: { const: '1.0.0' } },
-          { name: 'Upload-Length', in: 'header', required: true, schema: { type: 'integer', minimum: 0 } },
+          {
+            name: 'Upload-Length',
+            in: 'header',
+            required: true,
+            schema: { type: 'integer', minimum: 0 },
+            description: 'At most max_upload_bytes, also sent as Tus-Max-Size (413 file_too_large above).',
+          },
           {
             name: 'Upload-Metadata',
             in: 'header',
@@ -547,11 +553,26 @@ export const OPENAPI_DOCUMENT = {
         type: 'object',
         properties: {
           object: { const: 'limits' },
-          max_file_bytes: { type: 'integer' },
-          max_inline_file_bytes: { type: 'integer' },
+          max_file_bytes: {
+            type: 'integer',
+            description:
+              'Largest file one request streams in: POST /v1/files, POST /v1/containers/{container_id}/files ' +
+              '(agents’ artifacts too). The smaller of UHP_MAX_SINGLE_REQUEST_FILE_BYTES and UHP_MAX_FILE_BYTES.',
+          },
+          max_inline_file_bytes: {
+            type: 'integer',
+            description:
+              'Largest inline file (a data: URL in POST /v1/responses), decoded. The smaller of ' +
+              'UHP_MAX_INLINE_FILE_BYTES and UHP_MAX_FILE_BYTES.',
+          },
           max_request_bytes: { type: 'integer' },
-          max_upload_bytes: { type: 'integer' },
-          max_upload_part_bytes: { type: 'integer' },
+          max_upload_bytes: {
+            type: 'integer',
+            description:
+              'Largest file of any kind, and so the largest a resumable upload (POST /v1/uploads bytes, tus ' +
+              'Upload-Length) may declare: UHP_MAX_FILE_BYTES.',
+          },
+          max_upload_part_bytes: { type: 'integer', description: 'Largest part of a POST /v1/uploads upload.' },
           preview: {
             type: 'object',
             properties: {

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Readable } from 'node:stream';
-import { ApiError, APP_CONFIG, type GatewayConfig } from '@app/common';
+import { ApiError, APP_CONFIG, fileLimitsOf, type GatewayConfig } from '@app/common';
 import { isId } from '@app/contracts';
 import { FileRepository, ObjectStager, SessionRepository, type StagedObject } from '@app/db';
 import type { InputPart, ResponseRequest } from './response-request';
@@ -42,7 +42,7 @@ export class ResponseInputs {
       for (const part of parts)
         staged.push(
           await this.stager.stage(principalId, Readable.from([part.bytes]), {
-            maxBytes: this.config.UHP_MAX_FILE_BYTES,
+            maxBytes: fileLimitsOf(this.config).maxInlineFileBytes,
             contentType: part.contentType,
           }),
         );

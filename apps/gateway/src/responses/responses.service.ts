@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ApiError, APP_CONFIG, type GatewayConfig } from '@app/common';
+import { ApiError, APP_CONFIG, fileLimitsOf, type GatewayConfig } from '@app/common';
 import { isId, newId } from '@app/contracts';
 import {
   ResponseRepository,
@@ -36,7 +36,7 @@ export class ResponsesService {
 
   async create(principalId: string, body: unknown): Promise<ResponseRow> {
     const request = parseResponseRequest(body, {
-      maxInlineFileBytes: this.config.UHP_MAX_INLINE_FILE_BYTES,
+      maxInlineFileBytes: fileLimitsOf(this.config).maxInlineFileBytes,
       maxInputFiles: this.config.UHP_MAX_INPUT_FILES,
       agentNames: this.agents.names,
     });

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { type Readable, Transform } from 'node:stream';
-import { ApiError, APP_CONFIG, ClientGoneError, type GatewayConfig } from '@app/common';
+import { ApiError, APP_CONFIG, ClientGoneError, fileLimitsOf, type GatewayConfig } from '@app/common';
 import { isId, newId } from '@app/contracts';
 import { ObjectStager, UnitOfWork, UploadRepository, type UploadReservationRow, type UploadRow } from '@app/db';
 import { UploadAdmission } from '../uploads/upload-admission';
@@ -44,12 +44,16 @@ export class TusService {
   ) {}
 
   get maxSize(): number {
-    return this.config.UHP_MAX_UPLOAD_BYTES;
+    return fileLimitsOf(this.config).maxFileBytes;
   }
 
   async create(principalId: string, length: number, metadata: TusMetadata, rawMetadata: string | null) {
     if (length > this.maxSize)
-      throw new ApiError('file_too_large', `Upload-Length is over ${this.maxSize} bytes.`, 'Upload-Length');
+      throw new ApiError(
+        'file_too_large',
+        `Upload-Length is ${length}; max_upload_bytes is ${this.maxSize} (see GET /v1/limits).`,
+        'Upload-Length',
+      );
     const createdAt = new Date();
     return this.completions.createWithinLimit(principalId, {
       id: newId('upload'),

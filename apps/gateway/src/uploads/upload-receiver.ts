@@ -5,6 +5,7 @@ import {
   ApiError,
   APP_CONFIG,
   ClientGoneError,
+  fileLimitsOf,
   LOGGER,
   type AppLogger,
   type GatewayConfig,
@@ -95,7 +96,11 @@ export class UploadReceiver {
     body: UploadBody,
     principalId: string,
     checkField: FieldCheck,
-    options: ReceiveOptions = { fileField: 'file', maxBytes: this.config.UHP_MAX_FILE_BYTES, isNamed: true },
+    options: ReceiveOptions = {
+      fileField: 'file',
+      maxBytes: fileLimitsOf(this.config).maxSingleRequestFileBytes,
+      isNamed: true,
+    },
   ): Promise<ReceivedUpload> {
     const { stored, ...rest } = await this.receiveInto(body, checkField, options, {
       write: (stream, put) => this.stager.stage(principalId, stream, put),

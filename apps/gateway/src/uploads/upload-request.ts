@@ -22,7 +22,7 @@ export interface CompleteUploadInput {
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** POST /v1/uploads, checked whole before anything is written; `maxBytes` is UHP_MAX_UPLOAD_BYTES. */
+/** POST /v1/uploads, checked whole before anything is written; `maxBytes` is the largest file of any kind. */
 export function parseCreateUpload(body: unknown, maxBytes: number): CreateUploadInput {
   if (!isObject(body)) throw ApiError.invalid('The body must be a JSON object.');
   if (typeof body.filename !== 'string') throw ApiError.invalid('filename is required.', 'filename');

@@ -1,6 +1,6 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Req, UseGuards } from '@nestjs/common';
 import type { Request } from 'express';
-import { APP_CONFIG, type GatewayConfig } from '@app/common';
+import { APP_CONFIG, fileLimitsOf, type GatewayConfig } from '@app/common';
 import { PrincipalId } from '../auth/auth';
 import { presentUpload, presentUploadPart } from '../http/presenters';
 import { uploadBodyOf, UploadPartLengthGuard } from '../http/upload-body';
@@ -22,7 +22,9 @@ export class UploadsController {
   @Post()
   @HttpCode(200)
   async create(@PrincipalId() principalId: string, @Body() body: unknown) {
-    return present(await this.uploads.create(principalId, parseCreateUpload(body, this.config.UHP_MAX_UPLOAD_BYTES)));
+    return present(
+      await this.uploads.create(principalId, parseCreateUpload(body, fileLimitsOf(this.config).maxFileBytes)),
+    );
   }
 
   @Get(':id')

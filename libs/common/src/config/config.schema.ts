@@ -6,6 +6,9 @@ import { z } from 'zod';
  */
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
+const TiB = 1024 * GiB;
+/** S3's largest object: a file limit above it could never be kept. */
+const S3_MAX_OBJECT_BYTES = 5 * TiB;
 
 const integer = (fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
   z
@@ -55,6 +58,43 @@ export const httpTimeoutsOf = (config: {
   idleMs: config.UHP_IDLE_TIMEOUT_MS,
   headersMs: config.UHP_HEADERS_TIMEOUT_MS,
   keepAliveMs: config.UHP_KEEP_ALIVE_TIMEOUT_MS,
+});
+
+/**
+ * The largest file created any way: one request, inline, the Uploads API, tus, container files, agent
+ * artifacts. Gateway and storage read it and are given the same value.
+ */
+const maxFileBytes = { UHP_MAX_FILE_BYTES: integer(64 * GiB, 1, S3_MAX_OBJECT_BYTES) };
+
+/**
+ * Removed variables: set, they stop the start, since ignoring one would drop a limit its operator meant
+ * to hold. UHP_MAX_UPLOAD_BYTES capped resumable uploads alone; UHP_MAX_FILE_BYTES caps them now.
+ */
+const removedVariables = {
+  UHP_MAX_UPLOAD_BYTES: z
+    .undefined({
+      message:
+        'was removed: UHP_MAX_FILE_BYTES now caps every file, resumable uploads (/v1/uploads, /v1/tus) too; ' +
+        'set that instead',
+    })
+    .optional(),
+};
+
+/**
+ * The file limits as each way of creating a file applies them. UHP_MAX_FILE_BYTES bounds all of them, so
+ * a smaller limit of one way lowers it there and a larger one cannot lift that way past it.
+ */
+export const fileLimitsOf = (config: {
+  UHP_MAX_FILE_BYTES: number;
+  UHP_MAX_SINGLE_REQUEST_FILE_BYTES: number;
+  UHP_MAX_INLINE_FILE_BYTES: number;
+}) => ({
+  /** Any file: what a resumable upload (Uploads API, tus) may declare. */
+  maxFileBytes: config.UHP_MAX_FILE_BYTES,
+  /** A file streamed in by one request: POST /v1/files, container file uploads, artifacts an agent writes. */
+  maxSingleRequestFileBytes: Math.min(config.UHP_MAX_SINGLE_REQUEST_FILE_BYTES, config.UHP_MAX_FILE_BYTES),
+  /** A file inline in a response's input (a data URL). */
+  maxInlineFileBytes: Math.min(config.UHP_MAX_INLINE_FILE_BYTES, config.UHP_MAX_FILE_BYTES),
 });
 
 /** The Node runtime of every service. */
@@ -109,10 +149,15 @@ export const gatewayConfigSchema = z.object({
   PORT: integer(8080, 1, 65535),
   /** secret: "alice=sk_...,bob=sk_..." creates principals and keys at start (idempotent). */
   UHP_API_KEYS: z.string().default(''),
-  UHP_MAX_FILE_BYTES: integer(5 * GiB, 1),
+  ...maxFileBytes,
+  ...removedVariables,
+  /**
+   * Largest file one request streams in (POST /v1/files, container file uploads, agent artifacts): a body
+   * that large holds a connection and an upload slot from its first byte to its last, and a cut-off one
+   * starts over, where a resumable upload resumes.
+   */
+  UHP_MAX_SINGLE_REQUEST_FILE_BYTES: integer(5 * GiB, 1, S3_MAX_OBJECT_BYTES),
   UHP_MAX_INLINE_FILE_BYTES: integer(20 * MiB, 1),
-  /** Largest file a resumable upload (POST /v1/uploads) may declare; S3's own ceiling is 5 TiB. */
-  UHP_MAX_UPLOAD_BYTES: integer(64 * GiB, 1, 5 * 1024 * GiB),
   /** The JSON body limit; 0 derives it: base64 size of the inline limit plus 64 KiB. */
   UHP_MAX_REQUEST_BYTES: integer(0),
   UHP_PUBLIC_BASE_URL: z.url({ message: 'must be a URL' }).optional(),
@@ -182,8 +227,9 @@ const storageSettings = z.object({
   /** secret */
   S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
   S3_FORCE_PATH_STYLE: boolean(true),
-  /** Largest object the storage service accepts; part sizes are chosen so it fits in 10,000 parts. */
-  UHP_MAX_FILE_BYTES: integer(5 * GiB, 1),
+  /** With ARCHIVE_MAX_BYTES, the largest object the storage service accepts; parts are sized so it fits in 10,000. */
+  ...maxFileBytes,
+  ...removedVariables,
   S3_PART_SIZE_BYTES: integer(16 * MiB, 5 * MiB, 5 * GiB),
   S3_UPLOAD_QUEUE_SIZE: integer(4, 1, 32),
   /**

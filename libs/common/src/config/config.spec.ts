@@ -1,12 +1,19 @@
 import { describe, expect, it } from 'vitest';
-import { gatewayConfigSchema, staticS3CredentialsOf, storageConfigSchema, workerConfigSchema } from './config.schema';
+import {
+  fileLimitsOf,
+  gatewayConfigSchema,
+  staticS3CredentialsOf,
+  storageConfigSchema,
+  workerConfigSchema,
+} from './config.schema';
 import { ConfigError, loadConfig } from './load-config';
 
 describe('loadConfig', () => {
   it('applies the embedded defaults', () => {
     const config = loadConfig(gatewayConfigSchema, {});
     expect(config.PORT).toBe(8080);
-    expect(config.UHP_MAX_FILE_BYTES).toBe(5 * 1024 ** 3);
+    expect(config.UHP_MAX_FILE_BYTES).toBe(64 * 1024 ** 3);
+    expect(config.UHP_MAX_SINGLE_REQUEST_FILE_BYTES).toBe(5 * 1024 ** 3);
     expect(config.UHP_MAX_INLINE_FILE_BYTES).toBe(20 * 1024 ** 2);
     expect(config.PREVIEW_ENABLED).toBe(true);
   });
@@ -85,5 +92,73 @@ describe('REDIS_PASSWORD', () => {
     const config = loadConfig(gatewayConfigSchema, { REDIS_URL: 'redis://redis:6379/2', REDIS_PASSWORD: 'pw' });
     expect(config.REDIS_URL).toBe('redis://redis:6379/2');
     expect(config.REDIS_PASSWORD).toBe('pw');
+  });
+});
+
+describe('file limits', () => {
+  const MiB = 1024 ** 2;
+  const GiB = 1024 ** 3;
+
+  it('by default: any file up to 64 GiB, 5 GiB in one request, 20 MiB inline', () => {
+    expect(fileLimitsOf(loadConfig(gatewayConfigSchema, {}))).toEqual({
+      maxFileBytes: 64 * GiB,
+      maxSingleRequestFileBytes: 5 * GiB,
+      maxInlineFileBytes: 20 * MiB,
+    });
+    expect(loadConfig(storageConfigSchema, {}).UHP_MAX_FILE_BYTES).toBe(64 * GiB);
+  });
+
+  it('UHP_MAX_FILE_BYTES below the single-request and inline limits caps those too', () => {
+    const config = loadConfig(gatewayConfigSchema, {
+      UHP_MAX_FILE_BYTES: String(6 * MiB),
+      UHP_MAX_INLINE_FILE_BYTES: String(8 * MiB),
+    });
+    expect(fileLimitsOf(config)).toEqual({
+      maxFileBytes: 6 * MiB,
+      maxSingleRequestFileBytes: 6 * MiB,
+      maxInlineFileBytes: 6 * MiB,
+    });
+  });
+
+  it('smaller single-request and inline limits hold beside it', () => {
+    const config = loadConfig(gatewayConfigSchema, {
+      UHP_MAX_FILE_BYTES: String(6 * MiB),
+      UHP_MAX_SINGLE_REQUEST_FILE_BYTES: String(MiB),
+      UHP_MAX_INLINE_FILE_BYTES: String(2 * MiB),
+    });
+    expect(fileLimitsOf(config)).toEqual({
+      maxFileBytes: 6 * MiB,
+      maxSingleRequestFileBytes: MiB,
+      maxInlineFileBytes: 2 * MiB,
+    });
+  });
+
+  it('UHP_MAX_FILE_BYTES stops at S3’s largest object, 5 TiB', () => {
+    const fiveTiB = 5 * 1024 * GiB;
+    for (const schema of [gatewayConfigSchema, storageConfigSchema]) {
+      expect(loadConfig(schema, { UHP_MAX_FILE_BYTES: String(fiveTiB) }).UHP_MAX_FILE_BYTES).toBe(fiveTiB);
+      expect(() => loadConfig(schema, { UHP_MAX_FILE_BYTES: String(fiveTiB + 1) })).toThrow(/UHP_MAX_FILE_BYTES/);
+    }
+  });
+
+  it('refuses to start with the removed UHP_MAX_UPLOAD_BYTES, pointing at UHP_MAX_FILE_BYTES, beside other problems', () => {
+    for (const schema of [gatewayConfigSchema, storageConfigSchema]) {
+      let caught: unknown;
+      try {
+        loadConfig(schema, { UHP_MAX_UPLOAD_BYTES: '68719476736', LOG_LEVEL: 'loud' });
+      } catch (error) {
+        caught = error;
+      }
+      expect(caught).toBeInstanceOf(ConfigError);
+      const problems = (caught as ConfigError).problems;
+      expect(problems).toHaveLength(2);
+      expect(problems).toContain(
+        'UHP_MAX_UPLOAD_BYTES: was removed: UHP_MAX_FILE_BYTES now caps every file, resumable uploads ' +
+          '(/v1/uploads, /v1/tus) too; set that instead ("68719476736")',
+      );
+    }
+    // Empty counts as unset, as for every variable.
+    expect(() => loadConfig(gatewayConfigSchema, { UHP_MAX_UPLOAD_BYTES: '' })).not.toThrow();
+    expect('UHP_MAX_UPLOAD_BYTES' in loadConfig(gatewayConfigSchema, {})).toBe(false);
   });
 });
