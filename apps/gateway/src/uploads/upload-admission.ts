@@ -11,7 +11,7 @@ const PENDING_BYTES_RETRY_AFTER_SECONDS = 30;
 
 /** The per-principal cap on bytes held by pending uploads (UHP_MAX_PENDING_UPLOAD_BYTES, or derived). */
 export const maxPendingUploadBytes = (config: GatewayConfig): number =>
-  config.UHP_MAX_PENDING_UPLOAD_BYTES || 2 * config.UHP_MAX_UPLOAD_BYTES;
+  config.UHP_MAX_PENDING_UPLOAD_BYTES || 2 * config.UHP_MAX_FILE_BYTES;
 
 /**
  * How many bytes a part or PATCH may carry, as far as its request says before a byte is read: at least
