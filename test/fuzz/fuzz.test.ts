@@ -23,7 +23,7 @@ import { rssOf } from '../support/raw-http';
 import { emptyBucket, ensureBucket } from '../support/s3';
 import { Stack } from '../support/stack';
 import { judge, send } from './support/oracle';
-import { requestArbitrary, type Fixtures, type FuzzRequest } from './support/requests';
+import { requestArbitrary, stackBreaker, type Fixtures, type FuzzRequest } from './support/requests';
 
 const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 2 ** 31);
 const COUNT = Number(process.env.FUZZ_COUNT ?? 1500);
@@ -34,6 +34,13 @@ const RSS_BOUND = 600 * 1024 * 1024;
 const BUCKET = `${TEST_BUCKET}-fuzz`;
 const MAX_FILE = 256 * 1024;
 const MAX_INLINE = 64 * 1024;
+/**
+ * Above the default derived from MAX_INLINE, so that the stack breakers of issue 37 reach the JSON reader
+ * instead of a 413. No higher: the raw client asks for `Connection: close`, and Node closes such a
+ * connection as soon as an early 413 is written, without the drain; with megabytes still in flight the
+ * reset can reach the client before it has read the answer.
+ */
+const MAX_REQUEST = 1024 * 1024;
 
 let database: { url: string; drop(): Promise<void> };
 let stack: Stack;
@@ -102,6 +109,7 @@ beforeAll(async () => {
     S3_BUCKET: BUCKET,
     UHP_MAX_FILE_BYTES: String(MAX_FILE),
     UHP_MAX_INLINE_FILE_BYTES: String(MAX_INLINE),
+    UHP_MAX_REQUEST_BYTES: String(MAX_REQUEST),
     UHP_IDLE_TIMEOUT_MS: '2000',
     UHP_DRAIN_TIMEOUT_MS: '1000',
     ARCHIVE_WAIT_MS: '1000',
@@ -173,7 +181,12 @@ describe('the fuzzer', () => {
 
   it('enforces exactly the limits /v1/limits advertises', async () => {
     const limits = (await call('GET', '/v1/limits')).json;
-    expect(limits).toMatchObject({ object: 'limits', max_file_bytes: MAX_FILE, max_inline_file_bytes: MAX_INLINE });
+    expect(limits).toMatchObject({
+      object: 'limits',
+      max_file_bytes: MAX_FILE,
+      max_inline_file_bytes: MAX_INLINE,
+      max_request_bytes: MAX_REQUEST,
+    });
     expect(limits.max_inline_file_bytes).toBeLessThanOrEqual(limits.max_file_bytes);
     const upload = (bytes: number) => call('POST', '/v1/files', { form: fileForm('edge.bin', randomBytes(bytes)) });
     expect((await upload(limits.max_file_bytes)).status).toBe(200);
@@ -244,6 +257,36 @@ describe('the fuzzer', () => {
     );
     expect([empty.status, JSON.parse(empty.body.toString()).error.code]).toEqual([400, 'invalid_filename']);
   });
+
+  it('answers bodies shaped to overflow a stack with a 4xx on every JSON route (issue 37)', async () => {
+    // The wide body reaches the route, which refuses it as it would any bad field; the deep one does not.
+    const routes: [path: string, field: string][] = [
+      [`/v1/uploads/upload_${'0'.repeat(24)}/complete`, 'part_ids'],
+      ['/v1/sessions', 'metadata'],
+      ['/v1/responses', 'input'],
+    ];
+    for (const [path, field] of routes)
+      for (const [shape, expected] of [
+        ['wide', [400, 'invalid_request']],
+        ['deep', [400, 'invalid_json']],
+      ] as const) {
+        const request: FuzzRequest = {
+          kind: `stack breaker (${shape})`,
+          method: 'POST',
+          path,
+          headers: [
+            ['authorization', `Bearer ${KEYS.alice}`],
+            ['content-type', 'application/json'],
+          ],
+          body: Buffer.from(stackBreaker(shape, field)),
+        };
+        expect(request.body.length, `${shape} body at ${path}`).toBeLessThan(MAX_REQUEST);
+        const answer = await send(stack.port('gateway'), request, 30_000);
+        expect(judge(request, answer), `${shape} body at ${path}`).toEqual([]);
+        const code = JSON.parse(answer.body.toString()).error?.code;
+        expect([answer.status, code], `${shape} body at ${path}`).toEqual(expected);
+      }
+  }, 120_000);
 
   it('ends with the same processes, within their memory bound, and nothing for the doctor', async () => {
     console.log(

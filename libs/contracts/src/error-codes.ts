@@ -8,7 +8,11 @@ export const ERROR_CODES = {
     type: 'invalid_request_error',
     when: 'A field or query parameter is wrong; `param` names it.',
   },
-  invalid_json: { status: 400, type: 'invalid_request_error', when: 'The body is not valid JSON.' },
+  invalid_json: {
+    status: 400,
+    type: 'invalid_request_error',
+    when: 'The body is not valid JSON, nests arrays and objects too deeply, or holds a lone surrogate escape.',
+  },
   invalid_multipart: {
     status: 400,
     type: 'invalid_request_error',

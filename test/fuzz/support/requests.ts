@@ -250,7 +250,32 @@ const JSON_TYPES = [
   'multipart/form-data',
 ];
 
-/** A JSON body: shaped like the route's, with hostile values; any JSON at all; or something that is not JSON. */
+/** How many strings the wide body's array holds: past the arguments V8 takes in one `push(...array)` call. */
+const WIDE_ARRAY_LENGTH = 300_000;
+/** How deeply the deep body nests arrays: past the stack of JSON.stringify, zod and every recursive walk. */
+const DEEP_NESTING = 100_000;
+
+/**
+ * Bodies shaped to overflow the stack of whatever reads them (issue 37): a very long array of strings and
+ * arrays nested very deeply, under `field` when the route has one. The strings are empty so that the
+ * array fits the fuzz stack's max_request_bytes; the texts are built once per field and shared.
+ */
+const stackBreakers = new Map<string, { wide: string; deep: string }>();
+export function stackBreaker(shape: 'wide' | 'deep', field: string | undefined): string {
+  const key = field ?? '';
+  if (!stackBreakers.has(key)) {
+    const wide = `[${'"",'.repeat(WIDE_ARRAY_LENGTH - 1)}""]`;
+    const deep = '['.repeat(DEEP_NESTING) + ']'.repeat(DEEP_NESTING);
+    const under = (value: string) => (field === undefined ? value : `{${JSON.stringify(field)}:${value}}`);
+    stackBreakers.set(key, { wide: under(wide), deep: under(deep) });
+  }
+  return stackBreakers.get(key)![shape];
+}
+
+/**
+ * A JSON body: shaped like the route's, with hostile values; any JSON at all; something that is not
+ * JSON; or one built to overflow a stack.
+ */
 function jsonBody(fields: Record<string, fc.Arbitrary<unknown>>) {
   const shaped = fc.record(fields, { requiredKeys: [] }).map((value) => JSON.stringify(value));
   const hostileValue = fc.oneof(
@@ -290,6 +315,12 @@ function jsonBody(fields: Record<string, fc.Arbitrary<unknown>>) {
           fc.constant(`{${Array.from({ length: 2000 }, (_, i) => `"k${i}":${i}`).join(',')}}`),
           fc.constant('{"metadata":{"a":1},"metadata":[]}'),
         ),
+      },
+      {
+        weight: 1,
+        arbitrary: fc
+          .tuple(fc.constantFrom('wide' as const, 'deep' as const), fc.constantFrom(undefined, ...Object.keys(fields)))
+          .map(([shape, field]) => stackBreaker(shape, field)),
       },
     )
     .map((text) => ({ text, raw: false as boolean }));

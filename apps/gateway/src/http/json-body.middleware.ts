@@ -101,11 +101,7 @@ export class JsonBodyMiddleware implements NestMiddleware {
     } catch {
       throw new ApiError('invalid_json', 'The request body is not valid JSON.');
     }
-    if (holdsLoneSurrogate(req.body))
-      throw new ApiError(
-        'invalid_json',
-        'The body holds a lone surrogate escape (such as \\udfff): that is not Unicode text.',
-      );
+    refuseUnsafeJson(req.body);
     next();
   }
 }
@@ -113,21 +109,45 @@ export class JsonBodyMiddleware implements NestMiddleware {
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
- * JSON may escape half of a UTF-16 pair (`"\udfff"`); JavaScript keeps it, Postgres refuses it (a 500 the
- * fuzzer found in session metadata and container names). Keys and strings at any depth, without recursion.
+ * How deeply arrays and objects may nest in a body. No route reads past about six levels; V8's parser
+ * accepts any depth, but JSON.stringify, zod, Prisma's Json columns and the logger all recurse, so a body
+ * nested deeper than the stack would be a 500 wherever it went next.
  */
-export function holdsLoneSurrogate(value: unknown): boolean {
-  const pending: unknown[] = [value];
-  while (pending.length > 0) {
-    const next = pending.pop();
-    if (typeof next === 'string') {
-      if (LONE_SURROGATE.test(next)) return true;
-    } else if (Array.isArray(next)) pending.push(...next);
-    else if (next && typeof next === 'object')
-      for (const [key, inner] of Object.entries(next)) {
-        if (LONE_SURROGATE.test(key)) return true;
-        pending.push(inner);
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * Throws `400 invalid_json` for a parsed body that is nested deeper than MAX_JSON_DEPTH or holds a lone
+ * surrogate escape (`"\udfff"`: JavaScript keeps half a UTF-16 pair, Postgres refuses it, a 500 the fuzzer
+ * found in session metadata and container names). One walk with its own stack, never recursion or
+ * `push(...items)`: either would overflow on a body shaped to do so, and bodies may be megabytes.
+ */
+export function refuseUnsafeJson(body: unknown): void {
+  const containers: object[] = [];
+  const depths: number[] = [];
+  const visit = (value: unknown, depth: number) => {
+    if (typeof value === 'string') {
+      if (LONE_SURROGATE.test(value)) throw loneSurrogate();
+    } else if (value !== null && typeof value === 'object') {
+      if (depth > MAX_JSON_DEPTH) throw tooDeep();
+      containers.push(value);
+      depths.push(depth);
+    }
+  };
+  visit(body, 1);
+  while (containers.length > 0) {
+    const container = containers.pop()!;
+    const inner = depths.pop()! + 1;
+    if (Array.isArray(container)) for (let i = 0; i < container.length; i++) visit(container[i], inner);
+    else
+      for (const key of Object.keys(container)) {
+        if (LONE_SURROGATE.test(key)) throw loneSurrogate();
+        visit((container as Record<string, unknown>)[key], inner);
       }
   }
-  return false;
 }
+
+const loneSurrogate = () =>
+  new ApiError('invalid_json', 'The body holds a lone surrogate escape (such as \\udfff): that is not Unicode text.');
+
+const tooDeep = () =>
+  new ApiError('invalid_json', `The body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`);
