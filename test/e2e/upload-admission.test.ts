@@ -329,7 +329,7 @@ describe('an upload answers only on its own protocol', () => {
 });
 
 describe('the bytes a principal’s pending uploads hold', () => {
-  const stack = new Stack(testPort(20080), {
+  const stack = new Stack(testPort(20280), {
     UHP_API_KEYS: `alice=${KEYS.alice},bob=${KEYS.bob},${CAROL_NAME}=${CAROL}`,
     UHP_MAX_PENDING_UPLOAD_BYTES: String(16 * MiB),
   });
