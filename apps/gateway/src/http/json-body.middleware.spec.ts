@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import { ApiError, type GatewayConfig } from '@app/common';
 import { describe, expect, it } from 'vitest';
-import { JsonBodyMiddleware, MAX_JSON_DEPTH, refuseUnsafeJson } from './json-body.middleware';
+import { JsonBodyMiddleware, MAX_JSON_DEPTH, nestsDeeperThan, refuseUnsafeJson } from './json-body.middleware';
 
 /** What the error filter would answer for `run`: the status and code, or `accepted`. */
 function answerFor(run: () => void): { status: number; code: string; message: string } | 'accepted' {
@@ -66,6 +66,28 @@ describe('refuseUnsafeJson', () => {
   });
 });
 
+describe('nestsDeeperThan (the raw text, before parsing)', () => {
+  const deeper = (text: string, max = 3) => nestsDeeperThan(Buffer.from(text), max);
+
+  it('counts arrays and objects outside strings only', () => {
+    expect(deeper('[[[]]]')).toBe(false);
+    expect(deeper('[[[[]]]]')).toBe(true);
+    expect(deeper('{"a":{"b":[{}]}}')).toBe(true);
+    expect(deeper('["[[[[", "{{{{"]')).toBe(false);
+    expect(deeper('["\\\\", [[[[]]]]]')).toBe(true);
+    expect(deeper('["\\"", "[[[[[["]')).toBe(false);
+    expect(deeper('["é[[[[[ ✓{{{{"]')).toBe(false);
+  });
+
+  it('agrees with the walk of the parsed body on where the limit lies', () => {
+    for (const depth of [MAX_JSON_DEPTH, MAX_JSON_DEPTH + 1])
+      for (const text of [nestedArrays(depth), nestedObjects(depth)])
+        expect(nestsDeeperThan(Buffer.from(text), MAX_JSON_DEPTH)).toBe(
+          answerFor(() => refuseUnsafeJson(JSON.parse(text))) !== 'accepted',
+        );
+  });
+});
+
 describe('JsonBodyMiddleware', () => {
   const config = {
     UHP_MAX_REQUEST_BYTES: 16 * 1024 * 1024,
@@ -100,5 +122,21 @@ describe('JsonBodyMiddleware', () => {
 
   it('answers 400 invalid_json to 100,000 nested arrays before any route sees them', async () => {
     expect(await read(`{"metadata":${nestedArrays(100_000)}}`)).toEqual({ status: 400, code: 'invalid_json' });
+  });
+
+  it('refuses 8 million nested arrays from the text, without parsing them', async () => {
+    const body = nestedArrays(8_000_000);
+    const parse = JSON.parse;
+    let parsed = false;
+    JSON.parse = (...args: Parameters<typeof JSON.parse>) => {
+      parsed = true;
+      return parse(...args);
+    };
+    try {
+      expect(await read(body)).toEqual({ status: 400, code: 'invalid_json' });
+    } finally {
+      JSON.parse = parse;
+    }
+    expect(parsed).toBe(false);
   });
 });

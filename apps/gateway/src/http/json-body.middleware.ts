@@ -96,6 +96,8 @@ export class JsonBodyMiddleware implements NestMiddleware {
     const declared = Number(req.headers['content-length']);
     if (Number.isFinite(declared) && declared > this.limit) throw tooLarge(this.limit);
     const raw = await readBody(req, this.limit);
+    // Before parsing: V8 parses any depth, and millions of nested arrays would hold the event loop for seconds.
+    if (nestsDeeperThan(raw, MAX_JSON_DEPTH)) throw tooDeep();
     try {
       req.body = raw.length === 0 ? undefined : JSON.parse(raw.toString('utf8').replace(/^\uFEFF/, ''));
     } catch {
@@ -114,6 +116,42 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  * nested deeper than the stack would be a 500 wherever it went next.
  */
 export const MAX_JSON_DEPTH = 64;
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_BRACKET = 0x5b;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACKET = 0x5d;
+const CLOSE_BRACE = 0x7d;
+
+/**
+ * Whether the JSON text `raw` opens arrays and objects more than `max` levels deep, read byte by byte
+ * (outside strings only; UTF-8 continuation bytes never equal these ASCII ones). Malformed text is left
+ * to the parser.
+ */
+export function nestsDeeperThan(raw: Buffer, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < raw.length; i++) {
+    if (inString) {
+      // Strings (a base64 inline file: most of a large body) are skipped at indexOf's speed. A quote ends
+      // the string unless an odd run of backslashes stands right before it.
+      const quote = raw.indexOf(QUOTE, i);
+      if (quote < 0) return false;
+      let backslashes = 0;
+      while (quote - backslashes - 1 >= i && raw[quote - backslashes - 1] === BACKSLASH) backslashes++;
+      inString = backslashes % 2 === 1;
+      i = quote;
+      continue;
+    }
+    const byte = raw[i];
+    if (byte === QUOTE) inString = true;
+    else if (byte === OPEN_BRACKET || byte === OPEN_BRACE) {
+      if (++depth > max) return true;
+    } else if (byte === CLOSE_BRACKET || byte === CLOSE_BRACE) depth--;
+  }
+  return false;
+}
 
 /**
  * Throws `400 invalid_json` for a parsed body that is nested deeper than MAX_JSON_DEPTH or holds a lone
