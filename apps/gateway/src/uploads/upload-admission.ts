@@ -9,9 +9,15 @@ const RENEW_EVERY_MS = 30_000;
 /** What a client refused for the bytes its pending uploads hold is told to wait: a part's or a completion's time. */
 const PENDING_BYTES_RETRY_AFTER_SECONDS = 30;
 
-/** The per-principal cap on bytes held by pending uploads (UHP_MAX_PENDING_UPLOAD_BYTES, or derived). */
+/** Derived, the per-principal cap never falls below this: a small file limit must still let a batch upload at once. */
+const MIN_DERIVED_PENDING_UPLOAD_BYTES = 1024 ** 3;
+
+/**
+ * The per-principal cap on bytes held by pending uploads: UHP_MAX_PENDING_UPLOAD_BYTES, or derived as one
+ * largest file re-sent once (twice UHP_MAX_FILE_BYTES), and at least 1 GiB.
+ */
 export const maxPendingUploadBytes = (config: GatewayConfig): number =>
-  config.UHP_MAX_PENDING_UPLOAD_BYTES || 2 * config.UHP_MAX_FILE_BYTES;
+  config.UHP_MAX_PENDING_UPLOAD_BYTES || Math.max(2 * config.UHP_MAX_FILE_BYTES, MIN_DERIVED_PENDING_UPLOAD_BYTES);
 
 /**
  * How many bytes a part or PATCH may carry, as far as its request says before a byte is read: at least

@@ -191,7 +191,8 @@ export const gatewayConfigSchema = z.object({
   UHP_MAX_PENDING_UPLOADS: integer(64, 1, 100_000),
   /**
    * Per principal, across the installation: bytes the parts of its pending resumable uploads may hold,
-   * parts being written included. 0 derives it: twice UHP_MAX_FILE_BYTES (one largest file, re-sent once).
+   * parts being written included. 0 derives it: twice UHP_MAX_FILE_BYTES (one largest file, re-sent
+   * once), and at least 1 GiB.
    */
   UHP_MAX_PENDING_UPLOAD_BYTES: integer(0),
   /** Per principal, across the installation: archive builds queued or running. */
