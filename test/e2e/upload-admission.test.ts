@@ -26,14 +26,27 @@ const CAROL = `sk_test_carol_${randomBytes(12).toString('hex')}`;
 const CAROL_NAME = `carol${randomBytes(4).toString('hex')}`;
 const asCarol = { who: 'anon' as Who, headers: { authorization: `Bearer ${CAROL}` } };
 
-async function newUpload(bytes: number, opts: { who?: Who; base?: string; headers?: Record<string, string> } = {}) {
+type Caller = { who?: Who; base?: string; headers?: Record<string, string> };
+/** Every upload this file creates, cancelled at the end: no multipart upload is left open in the bucket. */
+const created: { id: string; caller: Caller }[] = [];
+
+async function newUpload(bytes: number, caller: Caller = {}) {
   const res = await api('POST', '/v1/uploads', {
-    ...opts,
+    ...caller,
     json: { bytes, filename: 'a.bin', purpose: 'user_data', mime_type: 'application/octet-stream' },
   });
   expect(res.status, res.body.toString()).toBe(200);
+  created.push({ id: res.json.id, caller });
   return res.json.id as string;
 }
+
+/** Cancels what `created` holds of the stack at `base` (the shared stack's when undefined) and is still pending. */
+async function cancelCreated(base?: string): Promise<void> {
+  for (const { id, caller } of created.filter((upload) => upload.caller.base === base))
+    await api('POST', `/v1/uploads/${id}/cancel`, caller);
+}
+
+afterAll(() => cancelCreated());
 
 /** One part as the SDK sends it (multipart, field `data`), with its Content-Length declared unless `chunked`. */
 function sendPart(
@@ -334,7 +347,10 @@ describe('the bytes a principal’s pending uploads hold', () => {
     UHP_MAX_PENDING_UPLOAD_BYTES: String(16 * MiB),
   });
   beforeAll(() => stack.start(), 120_000);
-  afterAll(() => stack.stop());
+  afterAll(async () => {
+    await cancelCreated(stack.baseUrl);
+    await stack.stop();
+  });
 
   it('parallel parts of many uploads never together pass UHP_MAX_PENDING_UPLOAD_BYTES', async () => {
     const base = stack.baseUrl;

@@ -88,7 +88,8 @@ export class BucketInventoryClient {
         bytes: Number(part.Size ?? 0),
       }));
     } catch (error) {
-      if ((error as { name?: string }).name === 'NoSuchUpload') return null;
+      // NoSuchUpload, or NoSuchKey from servers such as Ceph once the upload was completed or aborted.
+      if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404) return null;
       throw error;
     }
   }
