@@ -2,7 +2,14 @@ import { Readable } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import { ApiError, type GatewayConfig } from '@app/common';
 import { describe, expect, it } from 'vitest';
-import { JsonBodyMiddleware, MAX_JSON_DEPTH, nestsDeeperThan, refuseUnsafeJson } from './json-body.middleware';
+import {
+  jsonShapeOf,
+  JsonBodyMiddleware,
+  MAX_JSON_CONTAINERS,
+  MAX_JSON_DEPTH,
+  MAX_JSON_VALUES,
+  refuseUnsafeJson,
+} from './json-body.middleware';
 
 /** What the error filter would answer for `run`: the status and code, or `accepted`. */
 function answerFor(run: () => void): { status: number; code: string; message: string } | 'accepted' {
@@ -66,25 +73,33 @@ describe('refuseUnsafeJson', () => {
   });
 });
 
-describe('nestsDeeperThan (the raw text, before parsing)', () => {
-  const deeper = (text: string, max = 3) => nestsDeeperThan(Buffer.from(text), max);
+describe('jsonShapeOf (the raw text, before parsing)', () => {
+  const shape = (text: string) => jsonShapeOf(Buffer.from(text));
+  const deep = (levels: number) => `{"a":${nestedArrays(levels - 1)}}`;
 
   it('counts arrays and objects outside strings only', () => {
-    expect(deeper('[[[]]]')).toBe(false);
-    expect(deeper('[[[[]]]]')).toBe(true);
-    expect(deeper('{"a":{"b":[{}]}}')).toBe(true);
-    expect(deeper('["[[[[", "{{{{"]')).toBe(false);
-    expect(deeper('["\\\\", [[[[]]]]]')).toBe(true);
-    expect(deeper('["\\"", "[[[[[["]')).toBe(false);
-    expect(deeper('["é[[[[[ ✓{{{{"]')).toBe(false);
+    expect(shape(deep(MAX_JSON_DEPTH))).toBe(null);
+    expect(shape(deep(MAX_JSON_DEPTH + 1))).toBe('too_deep');
+    expect(shape(`["${'['.repeat(100)}", "${'{'.repeat(100)}"]`)).toBe(null);
+    expect(shape(`["\\\\", ${nestedArrays(MAX_JSON_DEPTH)}]`)).toBe('too_deep');
+    expect(shape(`["\\"", "${'['.repeat(100)}"]`)).toBe(null);
+    expect(shape(`["é${'['.repeat(100)} ✓"]`)).toBe(null);
   });
 
-  it('agrees with the walk of the parsed body on where the limit lies', () => {
+  it('agrees with the walk of the parsed body on where the depth limit lies', () => {
     for (const depth of [MAX_JSON_DEPTH, MAX_JSON_DEPTH + 1])
       for (const text of [nestedArrays(depth), nestedObjects(depth)])
-        expect(nestsDeeperThan(Buffer.from(text), MAX_JSON_DEPTH)).toBe(
+        expect(jsonShapeOf(Buffer.from(text)) === 'too_deep').toBe(
           answerFor(() => refuseUnsafeJson(JSON.parse(text))) !== 'accepted',
         );
+  });
+
+  it('bounds how many arrays, objects and values the parser would build; commas in strings do not count', () => {
+    expect(shape(`[${'[],'.repeat(MAX_JSON_CONTAINERS - 2)}[]]`)).toBe(null);
+    expect(shape(`[${'[],'.repeat(MAX_JSON_CONTAINERS - 1)}[]]`)).toBe('too_many_values');
+    expect(shape(`[${'0,'.repeat(MAX_JSON_VALUES - 1)}0]`)).toBe(null);
+    expect(shape(`[${'0,'.repeat(MAX_JSON_VALUES)}0]`)).toBe('too_many_values');
+    expect(shape(`["${','.repeat(2 * MAX_JSON_VALUES)}"]`)).toBe(null);
   });
 });
 
@@ -124,8 +139,8 @@ describe('JsonBodyMiddleware', () => {
     expect(await read(`{"metadata":${nestedArrays(100_000)}}`)).toEqual({ status: 400, code: 'invalid_json' });
   });
 
-  it('refuses 8 million nested arrays from the text, without parsing them', async () => {
-    const body = nestedArrays(8_000_000);
+  it('refuses 8 million nested arrays, and 4 million side by side (under the size limit), from the text, without parsing them', async () => {
+    const bodies = [nestedArrays(8_000_000), `[${'[],'.repeat(4_000_000)}[]]`];
     const parse = JSON.parse;
     let parsed = false;
     JSON.parse = (...args: Parameters<typeof JSON.parse>) => {
@@ -133,7 +148,8 @@ describe('JsonBodyMiddleware', () => {
       return parse(...args);
     };
     try {
-      expect(await read(body)).toEqual({ status: 400, code: 'invalid_json' });
+      expect(await read(bodies[0])).toEqual({ status: 400, code: 'invalid_json' });
+      expect(await read(bodies[1])).toEqual({ status: 413, code: 'request_too_large' });
     } finally {
       JSON.parse = parse;
     }
