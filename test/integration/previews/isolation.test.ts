@@ -9,7 +9,6 @@ import { promisify } from 'node:util';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPreviewConverters, type PreviewConverters } from '../../../apps/worker/src/previews/converter.registry';
-import { IMAGE_RENDER_SCRIPT } from '../../../apps/worker/src/previews/image/image.converter';
 import { cleanEnvironment, SANDBOX_UIDS, uidOf } from '../../../apps/worker/src/previews/sandbox/sandbox';
 import { docx, odpLinkingImages, paragraph, pdfText } from '../../support/preview-fixtures';
 
@@ -67,7 +66,7 @@ async function renderImage(converters: PreviewConverters, path: string) {
   const { image } = converters;
   return converters.runner.run({
     command: process.execPath,
-    args: [IMAGE_RENDER_SCRIPT, 'render', path, join(image.dir, `${randomUUID()}.pdf`), '1000000', '4000'],
+    args: [image.files.imageRenderScript, 'render', path, join(image.dir, `${randomUUID()}.pdf`), '1000000', '4000'],
     identity: image.identity,
     limits: {},
     env: cleanEnvironment(image.dir),

@@ -2,12 +2,13 @@ import { chmod, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ChromiumConverter } from './chromium/chromium.converter';
 import { ConversionError } from './conversion.error';
-import { ImageConverter } from './image/image.converter';
-import { OfficeConverter } from './office/office.converter';
+import { IMAGE_RENDER_SCRIPT, ImageConverter, NODE_MODULES } from './image/image.converter';
+import { OfficeConverter, UNO_BRIDGE_SCRIPT } from './office/office.converter';
 import type { Availability, ConversionInput, ConversionOutput, PdfConverter } from './pdf-converter';
 import { PdfPassthroughConverter } from './pdf/pdf-passthrough.converter';
 import { PdfValidator } from './pdf/pdf.validator';
 import { resolvePreviewOptions, type PreviewConverterOptions, type PreviewConverterOverrides } from './preview.options';
+import { converterFilesFor } from './sandbox/converter-files';
 import { detectIsolation } from './sandbox/isolation';
 import { ProcessRunner, type IsolationMode } from './sandbox/sandbox';
 
@@ -76,6 +77,11 @@ export async function createPreviewConverters(overrides: PreviewConverterOverrid
     probeDir: join(options.workDir, 'probe'),
     only: options.sandbox.only,
   });
+  const files = await converterFilesFor(isolation, join(options.workDir, 'files'), {
+    imageRenderScript: IMAGE_RENDER_SCRIPT,
+    nodeModules: NODE_MODULES,
+    unoBridgeScript: UNO_BRIDGE_SCRIPT,
+  });
   const runner = new ProcessRunner(isolation, launcher);
   await runner.makeSharedDir(options.workDir);
   const validator = new PdfValidator(
@@ -85,9 +91,9 @@ export async function createPreviewConverters(overrides: PreviewConverterOverrid
     join(options.workDir, 'scratch'),
   );
   await validator.prepare();
-  const office = new OfficeConverter(options, runner, validator);
+  const office = new OfficeConverter(options, runner, validator, files);
   const chromium = new ChromiumConverter(options, runner, validator);
-  const image = new ImageConverter(options, runner, validator);
+  const image = new ImageConverter(options, runner, validator, files);
   await image.prepare();
   const pdf = new PdfPassthroughConverter(validator, options.maxOutputBytes);
   const registry = new ConverterRegistry([pdf, office, chromium, image]);

@@ -8,6 +8,7 @@ import { assertInputSize } from '../input-limits';
 import type { Availability, ConversionInput, ConversionOutput, PdfConverter } from '../pdf-converter';
 import type { PdfValidator } from '../pdf/pdf.validator';
 import type { PreviewConverterOptions } from '../preview.options';
+import type { ConverterFiles } from '../sandbox/converter-files';
 import {
   cleanEnvironment,
   SANDBOX_UIDS,
@@ -20,7 +21,7 @@ import { REFUSED } from './image-render.cjs';
 /** The renderer's script, beside this file in the source tree and in dist/ (a Nest asset). */
 export const IMAGE_RENDER_SCRIPT = join(__dirname, 'image-render.cjs');
 /** Where sharp, libvips and pdf-lib are installed: the renderer may read it, and nothing else of the app's. */
-const NODE_MODULES = dirname(dirname(createRequire(__filename).resolve('sharp/package.json')));
+export const NODE_MODULES = dirname(dirname(createRequire(__filename).resolve('sharp/package.json')));
 const PROBE_TIMEOUT_MS = 15_000;
 const PERMANENT_REFUSALS: ReadonlySet<ConversionFailure> = new Set(['too_large', 'corrupt_document']);
 
@@ -44,13 +45,18 @@ export class ImageConverter implements PdfConverter {
     private readonly options: PreviewConverterOptions,
     private readonly runner: ProcessRunner,
     private readonly validator: PdfValidator,
+    /** The renderer script and its packages, where the renderer's uid can read them (converter-files.ts). */
+    readonly files: Pick<ConverterFiles, 'imageRenderScript' | 'nodeModules'> = {
+      imageRenderScript: IMAGE_RENDER_SCRIPT,
+      nodeModules: NODE_MODULES,
+    },
   ) {
     this.maxInputBytes = options.image.maxInputBytes;
     this.dir = join(options.workDir, 'image');
     this.identity = {
       uidOffset: SANDBOX_UIDS.image,
       writable: [this.dir],
-      readable: [IMAGE_RENDER_SCRIPT, NODE_MODULES],
+      readable: [files.imageRenderScript, files.nodeModules],
     };
     this.limits = { addressSpaceBytes: options.image.addressSpaceBytes, maxFileBytes: options.maxOutputBytes };
   }
@@ -109,7 +115,7 @@ export class ImageConverter implements PdfConverter {
   private renderer(args: string[], timeoutMs: number, signal?: AbortSignal) {
     return this.runner.run({
       command: process.execPath,
-      args: [IMAGE_RENDER_SCRIPT, ...args],
+      args: [this.files.imageRenderScript, ...args],
       identity: this.identity,
       limits: this.limits,
       env: cleanEnvironment(this.dir),

@@ -11,6 +11,7 @@ import { cleanEnvironment, type ProcessRunner, type SandboxLimits } from '../san
 import { matchesMagic, OFFICE_IMPORTS } from './office-filters';
 import { OfficeProcess } from './office-process';
 import { buildIdOf, productVersionOf } from './office-profile';
+import type { ConverterFiles } from '../sandbox/converter-files';
 
 /** Source checkout and `nest build` output both keep the script beside this file (see nest-cli.json assets). */
 export const UNO_BRIDGE_SCRIPT = join(__dirname, 'uno-bridge.py');
@@ -54,6 +55,8 @@ export class OfficeConverter implements PdfConverter {
     private readonly options: PreviewConverterOptions,
     private readonly runner: ProcessRunner,
     private readonly validator: PdfValidator,
+    /** LibreOffice's bridge script, where soffice's uid can read it (converter-files.ts). */
+    private readonly files: Pick<ConverterFiles, 'unoBridgeScript'> = { unoBridgeScript: UNO_BRIDGE_SCRIPT },
   ) {
     this.slots = Array.from({ length: Math.max(1, options.office.poolSize) }, (_, index) => ({
       index,
@@ -204,7 +207,7 @@ export class OfficeConverter implements PdfConverter {
         slot: slot.index,
         // Unguessable: the pipe lives in /tmp, where converters of other slots could connect to a known name.
         pipeName: `uhp-${globalThis.process.pid}-${slot.index}-${slot.generation}-${randomBytes(12).toString('hex')}`,
-        bridgeScript: UNO_BRIDGE_SCRIPT,
+        bridgeScript: this.files.unoBridgeScript,
         pythonPath: this.options.office.pythonPath,
         sofficePath: this.options.office.sofficePath,
         productVersion: await this.version$(),
