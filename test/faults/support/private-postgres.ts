@@ -1,5 +1,6 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
 
@@ -13,20 +14,23 @@ const PG_BIN = (() => {
 /** Postgres refuses to run as root: when we are root, its commands run as the `postgres` user. */
 function asPostgres(command: string, args: string[]): { status: number | null; output: string } {
   const argv = process.getuid?.() === 0 ? ['runuser', '-u', 'postgres', '--', command, ...args] : [command, ...args];
-  const run = spawnSync(argv[0], argv.slice(1), { encoding: 'utf8', timeout: 60_000 });
+  // From `/`: the postgres user may not enter the working directory (a checkout under /root).
+  const run = spawnSync(argv[0], argv.slice(1), { cwd: '/', encoding: 'utf8', timeout: 60_000 });
   return { status: run.status, output: `${run.stdout}${run.stderr}` };
 }
 
 /**
- * A PostgreSQL cluster of the fault tier's own (initdb/pg_ctl of the installed server, under .data/, on its
- * own port): the shared server on 5432 serves other checkouts and CI, so it is never stopped; this one is.
+ * A PostgreSQL cluster of the fault tier's own (initdb/pg_ctl of the installed server, on its own port): the
+ * shared server on 5432 serves other checkouts and CI, so it is never stopped; this one is. Its files live in
+ * the system's temporary directory, not the checkout's .data/: the postgres user it runs as must enter them,
+ * and a checkout under /root is closed to every other user.
  */
 export class PrivatePostgres {
   readonly dir: string;
   readonly database = 'uhp_faults';
 
   constructor(readonly port: number) {
-    this.dir = join(ROOT, '.data', `faults-pg-${port}`);
+    this.dir = join(tmpdir(), `uhp-faults-pg-${port}`);
   }
 
   get url(): string {
