@@ -62,8 +62,8 @@ const UPLOAD_SIZE = parseSize(process.env.BENCH_MEMORY_UPLOAD_SIZE ?? '100MiB');
 const DOWNLOAD_LEVELS = levels(process.env.BENCH_MEMORY_DOWNLOADS ?? '100,500');
 const DOWNLOAD_SIZE = parseSize(process.env.BENCH_MEMORY_DOWNLOAD_SIZE ?? '16MiB');
 // What the process needs beyond the part buffers (the young generation regrown from rest, garbage of socket
-// chunks between collections, the SDK's requests, 500 download signings at once): measured 101-154 MB over
-// an idle at rest from 25 uploads to 500 downloads on 2026-12-05, so not growing with the load.
+// chunks between collections, the SDK's requests, 500 download signings at once): about the same from 25
+// uploads to 500 downloads, so not growing with the load (docs/benchmarks.md, memory).
 const SOCKET_SLACK = 160 * MiB;
 const SETTLE_MS = Number(process.env.BENCH_MEMORY_SETTLE_S ?? 120) * 1000;
 // "Idle" is a process at rest: V8 grows its young generation to full size while a service starts up and

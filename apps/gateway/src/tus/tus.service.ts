@@ -110,14 +110,11 @@ export class TusService {
         return { offset, upload: await this.finish(principalId, upload) };
       } catch (error) {
         if (advanced) throw error;
-        await this.admission.giveBack(reservation, false);
-        if (error instanceof ApiError && error.code === 'file_too_large')
-          throw new ApiError(
-            'file_too_large',
-            `The PATCH carries more than the ${reservation.bytes} bytes admitted for it.`,
-            'Upload-Length',
-          );
-        throw error;
+        throw await this.admission.giveBack(reservation, error, {
+          mayBeStored: false,
+          what: 'PATCH',
+          param: 'Upload-Length',
+        });
       }
     } finally {
       if (!advanced) await this.uploads.releasePatch(principalId, upload.id);

@@ -111,16 +111,28 @@ export class UploadAdmission {
   }
 
   /**
-   * The request kept nothing. `mayBeStored`: its block may be in the multipart upload (S3 took it, or
-   * might have), so the room stays taken until the upload ends and the bytes go with it.
+   * The request kept nothing: its room is free again, unless `mayBeStored` (its block may be in the multipart
+   * upload: S3 took it, or might have), when it stays taken until the upload ends and the bytes go with it.
+   * Returns the error to answer with: a cap hit while streaming names the room admitted, not a file limit.
    */
-  async giveBack(reservation: UploadReservationRow, mayBeStored: boolean): Promise<void> {
+  async giveBack(
+    reservation: UploadReservationRow,
+    failure: unknown,
+    request: { mayBeStored: boolean; what: 'part' | 'PATCH'; param: string },
+  ): Promise<unknown> {
     try {
-      if (mayBeStored) await this.uploads.holdReservation(reservation.id);
+      if (request.mayBeStored) await this.uploads.holdReservation(reservation.id);
       else await this.uploads.releaseReservation(reservation.id);
     } catch (error) {
       // It lapses by itself; the sweep then holds it if the storage journal shows the block.
       this.logger.warn({ err: error, reservation: reservation.id }, 'could not give back an upload reservation');
     }
+    if (failure instanceof ApiError && failure.code === 'file_too_large')
+      return new ApiError(
+        'file_too_large',
+        `The ${request.what} holds more than the ${reservation.bytes} bytes admitted for it.`,
+        request.param,
+      );
+    return failure;
   }
 }

@@ -220,14 +220,11 @@ export class UploadsService {
         return await this.keepPart(principalId, upload.id, reservation.id, null, { block, ...receipt });
       });
     } catch (error) {
-      await this.admission.giveBack(reservation, stored || mayBeStored);
-      if (error instanceof ApiError && error.code === 'file_too_large')
-        throw new ApiError(
-          'file_too_large',
-          `The part holds more than the ${reservation.bytes} bytes admitted for it.`,
-          'data',
-        );
-      throw error;
+      throw await this.admission.giveBack(reservation, error, {
+        mayBeStored: stored || mayBeStored,
+        what: 'part',
+        param: 'data',
+      });
     }
   }
 
