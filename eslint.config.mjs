@@ -2,6 +2,7 @@
 // docs/architecture.md as import rules that fail the build.
 import js from '@eslint/js';
 import prettier from 'eslint-config-prettier';
+import { readFileSync } from 'node:fs';
 import { dirname, join, normalize, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import globals from 'globals';
@@ -9,10 +10,25 @@ import tseslint from 'typescript-eslint';
 
 const ROOT = dirname(fileURLToPath(import.meta.url));
 
-/** `@app/db/x` → `libs/db/src/x`; a relative import → the path it names from the repository root. */
+/** The public entries of the libraries, as tsconfig.json declares them: `@app/<lib>` and its named sub-entries. */
+const ENTRIES = new Map(
+  Object.entries(JSON.parse(readFileSync(join(ROOT, 'tsconfig.json'), 'utf8')).compilerOptions.paths).map(
+    ([name, [target]]) => [name, normalize(target).replace(/\.ts$/, '').split(sep).join('/')],
+  ),
+);
+
+/** What each library may import besides npm packages: `libs/db` knows no queue and no object store. */
+const LIBRARY_DEPENDENCIES = {
+  contracts: [],
+  common: ['contracts'],
+  db: ['common', 'contracts'],
+  queue: ['common', 'contracts'],
+  lifecycle: ['common', 'contracts', 'db', 'queue'],
+};
+
+/** An entry → the path it names from the repository root; a relative import → the same. */
 function resolveImport(file, specifier) {
-  const alias = /^@app\/(common|contracts|db)(\/.*)?$/.exec(specifier);
-  if (alias) return `libs/${alias[1]}/src${alias[2] ?? ''}`;
+  if (ENTRIES.has(specifier)) return ENTRIES.get(specifier);
   if (specifier.startsWith('.'))
     return relative(ROOT, normalize(join(dirname(file), specifier)))
       .split(sep)
@@ -20,15 +36,18 @@ function resolveImport(file, specifier) {
   return null;
 }
 
+const libOf = (path) => /^libs\/([^/]+)\//.exec(path)?.[1] ?? null;
 const appOf = (path) => /^apps\/([^/]+)\//.exec(path)?.[1] ?? null;
 
-/** Files that may reach the Prisma client: the repositories, the unit of work, and the wiring beside them. */
+/** Files that may reach the Prisma client: the repositories, transactions, and the wiring beside them. */
 const PRISMA_ALLOWED = new RegExp(
-  '^libs/db/src/(repositories/|lifecycle/unit-of-work\\.ts$|' +
+  '^libs/db/src/(repositories/|transactions\\.ts$|' +
     'prisma\\.service\\.ts$|prisma\\.providers\\.ts$|db\\.module\\.ts$|database\\.ts$|index\\.ts$)',
 );
 const isPrismaImport = (specifier, resolved) =>
   specifier.startsWith('@prisma/') || /libs\/db\/src\/(generated(\/|$)|prisma\.service$)/.test(resolved ?? '');
+const isQueueImport = (specifier, resolved) =>
+  /^(bullmq|@nestjs\/bullmq)$/.test(specifier) || /^libs\/(queue|lifecycle)\//.test(`${resolved}/`);
 
 /** The walls: who may import whom. Tests and benchmarks stand outside them. */
 const walls = {
@@ -45,10 +64,23 @@ const walls = {
       if (fromApp && toApp && fromApp !== toApp)
         report(`apps/${fromApp} must not import apps/${toApp}: no app imports another`);
       if (file.startsWith('libs/') && resolved?.startsWith('apps/')) report('libs never import apps');
+      if (/^@app\//.test(specifier) && !ENTRIES.has(specifier))
+        report('a library is imported through an entry tsconfig.json declares, never by a deep path');
+      const fromLib = libOf(file);
+      const toLib = resolved ? libOf(`${resolved}/`) : null;
+      if (toLib && toLib !== fromLib && specifier.startsWith('.'))
+        report('a library is imported through an entry tsconfig.json declares, never by a relative path');
+      if (fromLib && toLib && toLib !== fromLib && !LIBRARY_DEPENDENCIES[fromLib]?.includes(toLib))
+        report(`libs/${fromLib} must not import libs/${toLib}`);
       if (specifier.startsWith('@aws-sdk/') && !file.startsWith('apps/storage/'))
         report('only apps/storage talks to S3');
       if (isPrismaImport(specifier, resolved) && !PRISMA_ALLOWED.test(file))
-        report('only repositories and the unit of work touch the Prisma client');
+        report('only repositories and transactions touch the Prisma client');
+      if (
+        isQueueImport(specifier, resolved) &&
+        (fromApp === 'storage' || ['common', 'contracts', 'db'].includes(fromLib))
+      )
+        report('the queue is for the gateway and the worker: apps/storage and libs/common, contracts, db load none');
       if (/^(node:)?child_process$/.test(specifier) && !file.startsWith('apps/worker/src/previews/sandbox/'))
         report("child processes start only in the worker's converter sandbox");
     };

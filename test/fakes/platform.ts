@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import pino from 'pino';
 import { ApiError, ObjectStore, type ByteRange, type ObjectRead, type PutOptions } from '@app/common';
-import { JobBus, type QueueDepth } from '@app/common/queue';
+import { JobBus, type QueueDepth } from '@app/queue';
 import {
   type CompletedBlocksReceipt,
   type ComposedObjectReceipt,
@@ -13,7 +13,8 @@ import {
   MIN_BLOCK_BYTES,
   type StoredObjectReceipt,
 } from '@app/contracts';
-import { ObjectStager, UnitOfWork, UploadRepository, Work, type RunOptions, type StagedObject } from '@app/db';
+import { UploadRepository } from '@app/db';
+import { ObjectStager, UnitOfWork, Work, type RunOptions, type StagedObject } from '@app/lifecycle';
 import { Memory, UNBOUND } from './memory';
 import {
   MemoryArchives,

@@ -3,7 +3,7 @@ import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@app/common';
-import { JobBus } from '@app/common/queue';
+import { JobBus } from '@app/queue';
 import { JOB, QUEUE, type QueueName } from '@app/contracts';
 import { render, type K8sObject } from '../chart/support/helm';
 import { TEST_REDIS_URL } from '../support/env';

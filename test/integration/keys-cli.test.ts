@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PrincipalRepository } from '@app/db';
-import { PrismaService } from '@app/db/prisma.service';
+import { PrismaService } from '@app/db/prisma';
 import { hashApiKey } from '../../apps/gateway/src/auth/api-key';
 import { runKeysCommand } from '../../apps/gateway/src/cli/keys';
 import { TEST_DATABASE_URL } from '../support/env';

@@ -12,7 +12,7 @@ import {
   StoredObjectRepository,
   type Db,
 } from '@app/db';
-import { PrismaService } from '@app/db/prisma.service';
+import { PrismaService } from '@app/db/prisma';
 import { TEST_DATABASE_URL } from '../support/env';
 
 const prisma = new PrismaService(TEST_DATABASE_URL, 4);

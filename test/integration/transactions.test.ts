@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PrincipalRepository } from '@app/db';
-import { PrismaService } from '@app/db/prisma.service';
+import { PrismaService } from '@app/db/prisma';
 import { TEST_DATABASE_URL } from '../support/env';
 
 // One connection: a second transaction must wait for the first to give it back.

@@ -43,18 +43,18 @@ describe('the import walls of docs/architecture.md', () => {
 
   it('only repositories and the unit of work touch the Prisma client', async () => {
     expect(
-      await walls('apps/gateway/src/files/x.ts', "import { PrismaService } from '@app/db/prisma.service';\n"),
+      await walls('apps/gateway/src/files/x.ts', "import { PrismaService } from '@app/db/prisma';\n"),
     ).toHaveLength(1);
     expect(await walls('apps/gateway/src/files/x.ts', "import { PrismaClient } from '@prisma/client';\n")).toHaveLength(
       1,
     );
     expect(
-      await walls('libs/db/src/lifecycle/object-stager.ts', "import { Prisma } from '../generated/client';\n"),
-    ).toHaveLength(1);
+      await walls('libs/lifecycle/src/object-stager.ts', "import { PrismaService } from '@app/db/prisma';\n"),
+    ).toEqual([expect.stringMatching(/only repositories and transactions/)]);
     expect(await walls('libs/db/src/repositories/x.ts', "import { Prisma } from '../generated/client';\n")).toEqual([]);
-    expect(
-      await walls('libs/db/src/lifecycle/unit-of-work.ts', "import { PrismaService } from '../prisma.service';\n"),
-    ).toEqual([]);
+    expect(await walls('libs/db/src/transactions.ts', "import { PrismaService } from './prisma.service';\n")).toEqual(
+      [],
+    );
     expect(await walls('apps/gateway/src/files/x.ts', "import { FileRepository } from '@app/db';\n")).toEqual([]);
   });
 
@@ -63,5 +63,50 @@ describe('the import walls of docs/architecture.md', () => {
     expect(await walls('apps/worker/src/previews/office/x.ts', code)).toHaveLength(1);
     expect(await walls('apps/gateway/src/x.ts', "const cp = require('child_process');\n")).toHaveLength(1);
     expect(await walls('apps/worker/src/previews/sandbox/sandbox.ts', code)).toEqual([]);
+  });
+
+  it('a library is reached through an entry tsconfig.json declares, never by a deep or relative path', async () => {
+    expect(
+      await walls(
+        'apps/storage/src/x.ts',
+        "import { S3MultipartRepository } from '@app/db/repositories/s3-multipart.repository';\n",
+      ),
+    ).toEqual([expect.stringMatching(/through an entry tsconfig.json declares, never by a deep path/)]);
+    expect(await walls('apps/worker/src/x.ts', "import { JobBus } from '@app/common/queue';\n")).toHaveLength(1);
+    expect(
+      await walls(
+        'libs/lifecycle/src/x.ts',
+        "import { FileRepository } from '../../db/src/repositories/file.repository';\n",
+      ),
+    ).toEqual([expect.stringMatching(/never by a relative path/)]);
+    expect(await walls('apps/gateway/src/x.ts', "import { UnitOfWork } from '@app/lifecycle';\n")).toEqual([]);
+    expect(await walls('libs/db/src/repositories/x.ts', "import { ApiError } from '@app/common';\n")).toEqual([]);
+  });
+
+  it('libraries import only the libraries below them: the database knows no queue and no object store', async () => {
+    expect(await walls('libs/db/src/x.ts', "import { JobBus } from '@app/queue';\n")).toEqual(
+      expect.arrayContaining([expect.stringMatching(/libs\/db must not import libs\/queue/)]),
+    );
+    expect(await walls('libs/db/src/x.ts', "import { ObjectStager } from '@app/lifecycle';\n")).toEqual(
+      expect.arrayContaining([expect.stringMatching(/libs\/db must not import libs\/lifecycle/)]),
+    );
+    expect(await walls('libs/common/src/x.ts', "import { FileRepository } from '@app/db';\n")).toEqual([
+      expect.stringMatching(/libs\/common must not import libs\/db/),
+    ]);
+    expect(await walls('libs/queue/src/x.ts', "import { UnitOfWork } from '@app/lifecycle';\n")).toEqual([
+      expect.stringMatching(/libs\/queue must not import libs\/lifecycle/),
+    ]);
+    expect(await walls('libs/lifecycle/src/x.ts', "import { JobBus } from '@app/queue';\n")).toEqual([]);
+  });
+
+  it('the queue is for the gateway and the worker only', async () => {
+    for (const code of ["import { Queue } from 'bullmq';\n", "import { JobBus } from '@app/queue';\n"]) {
+      expect(await walls('apps/storage/src/objects/x.ts', code)).toEqual([
+        expect.stringMatching(/the queue is for the gateway and the worker/),
+      ]);
+      expect(await walls('libs/db/src/x.ts', code)).not.toEqual([]);
+    }
+    expect(await walls('libs/common/src/x.ts', "import { BullModule } from '@nestjs/bullmq';\n")).toHaveLength(1);
+    expect(await walls('apps/worker/src/x.ts', "import { Queue } from 'bullmq';\n")).toEqual([]);
   });
 });

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import pg from 'pg';
-import { migrate } from '@app/db/migrate/migrate';
+import { migrate } from '@app/db/migrate';
 import { TEST_DATABASE_URL } from './env';
 
 /** Raw SQL on the test database, for asserting what the services left behind. */

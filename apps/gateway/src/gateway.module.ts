@@ -1,6 +1,8 @@
 import { type MiddlewareConsumer, Module, type NestModule, RequestMethod } from '@nestjs/common';
-import { PlatformIoModule, platformHealth } from '@app/common/queue';
+import { ObjectStoreModule } from '@app/common';
 import { DatabaseHealth, DbModule } from '@app/db';
+import { LifecycleModule } from '@app/lifecycle';
+import { QueueModule, queueingServiceHealth } from '@app/queue';
 import { ArchivesModule } from './archives/archives.module';
 import { ApiKeyMiddleware } from './auth/auth';
 import { AuthModule } from './auth/auth.module';
@@ -36,8 +38,10 @@ const JSON_BODY_ROUTES = [
 @Module({
   imports: [
     DbModule,
-    PlatformIoModule.forRoot({ failFastOnRedisDown: true }),
-    platformHealth(DatabaseHealth, { needsRedis: false }),
+    ObjectStoreModule.forRoot(),
+    QueueModule.forRoot({ failFastOnRedisDown: true }),
+    LifecycleModule,
+    queueingServiceHealth(DatabaseHealth, { needsRedis: false }),
     HttpModule,
     AuthModule,
     FilesModule,

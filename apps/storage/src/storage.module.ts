@@ -10,9 +10,7 @@ import {
   type StorageConfig,
 } from '@app/common';
 // By path, not the '@app/db' barrel: that one also loads the unit of work and with it the queue client.
-import { DatabaseHealth } from '@app/db/database';
-import { MultipartJournalModule } from '@app/db/multipart-journal.module';
-import { S3MultipartRepository } from '@app/db/repositories/s3-multipart.repository';
+import { DatabaseHealth, MultipartJournalModule, S3MultipartRepository } from '@app/db';
 import {
   ComposeController,
   HashController,

@@ -1,7 +1,8 @@
 import { type DynamicModule, Module, type Provider } from '@nestjs/common';
-import { READINESS_DETAILS, type WorkerConfig } from '@app/common';
-import { PlatformIoModule, platformHealth } from '@app/common/queue';
+import { ObjectStoreModule, READINESS_DETAILS, type WorkerConfig } from '@app/common';
 import { DatabaseHealth, DbModule } from '@app/db';
+import { LifecycleModule } from '@app/lifecycle';
+import { QueueModule, queueingServiceHealth } from '@app/queue';
 import { ArchivesModule } from './archives/archives.module';
 import { JobMetricsModule } from './jobs/job-metrics';
 import { PreviewConverters } from './previews/preview-converters.provider';
@@ -31,12 +32,14 @@ export class WorkerModule {
       module: WorkerModule,
       imports: [
         DbModule,
-        PlatformIoModule.forRoot({ failFastOnRedisDown: false }),
+        ObjectStoreModule.forRoot(),
+        QueueModule.forRoot({ failFastOnRedisDown: false }),
+        LifecycleModule,
         JobMetricsModule,
         ...(previews ? [PreviewsModule] : []),
         ...(queues.has('archive') ? [ArchivesModule] : []),
         ...(queues.has('purge') ? [PurgeModule] : []),
-        platformHealth(DatabaseHealth, {
+        queueingServiceHealth(DatabaseHealth, {
           details: [details],
           // Ready once the first check of the converters is recorded, so gateways know what previews.
           ...(previews

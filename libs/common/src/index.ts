@@ -14,6 +14,7 @@ export * from './metrics/metrics';
 export * from './storage/object-store';
 export * from './storage/storage.client';
 export * from './storage/presigned-url-reader';
+export * from './storage/object-store.module';
 export * from './http/bootstrap';
 export * from './http/transfer-timeouts';
 export * from './lifecycle/graceful-shutdown';

@@ -1,6 +1,4 @@
 import { Global, Module } from '@nestjs/common';
-import { ObjectStager } from './lifecycle/object-stager';
-import { PrismaUnitOfWork, UnitOfWork } from './lifecycle/unit-of-work';
 import { DatabaseHealth } from './database';
 import type { PrismaService } from './prisma.service';
 import { PrismaLifecycle, prismaProvider, repository } from './prisma.providers';
@@ -16,6 +14,7 @@ import { ResponseRepository } from './repositories/response.repository';
 import { SessionRepository } from './repositories/session.repository';
 import { StoredObjectRepository } from './repositories/stored-object.repository';
 import { UploadRepository } from './repositories/upload.repository';
+import { Transactions } from './transactions';
 
 const REPOSITORIES: Array<new (db: PrismaService) => unknown> = [
   StoredObjectRepository,
@@ -32,20 +31,10 @@ const REPOSITORIES: Array<new (db: PrismaService) => unknown> = [
   UploadRepository,
 ];
 
-/**
- * Postgres through Prisma: the repositories, the object stager and the unit of work, for any app whose
- * config has DATABASE_URL. Needs the object store and the job bus (PlatformIoModule).
- */
+/** Postgres through Prisma: the repositories and transactions over them, for any app whose config has DATABASE_URL. */
 @Global()
 @Module({
-  providers: [
-    prismaProvider,
-    PrismaLifecycle,
-    DatabaseHealth,
-    ...REPOSITORIES.map(repository),
-    ObjectStager,
-    { provide: UnitOfWork, useClass: PrismaUnitOfWork },
-  ],
-  exports: [DatabaseHealth, ...REPOSITORIES, ObjectStager, UnitOfWork],
+  providers: [prismaProvider, PrismaLifecycle, DatabaseHealth, ...REPOSITORIES.map(repository), Transactions],
+  exports: [DatabaseHealth, ...REPOSITORIES, Transactions],
 })
 export class DbModule {}

@@ -5,8 +5,8 @@ import { S3MultipartRepository } from './repositories/s3-multipart.repository';
 
 /**
  * The storage service's part of Postgres: the journal of the S3 multipart uploads it opens
- * (S3MultipartRepository) and the database's readiness. No object stager, no job bus: storage is below them,
- * and imports this file by its path (not the '@app/db' barrel) so that it never loads the queue client.
+ * (S3MultipartRepository) and the database's readiness. No other repository: storage holds no metadata but
+ * the journal.
  */
 @Module({
   providers: [prismaProvider, PrismaLifecycle, DatabaseHealth, repository(S3MultipartRepository)],

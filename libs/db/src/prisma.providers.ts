@@ -1,5 +1,5 @@
 import { Inject, Injectable, type OnModuleDestroy, type Provider } from '@nestjs/common';
-import { APP_CONFIG } from '@app/common/config/config.module';
+import { APP_CONFIG } from '@app/common';
 import { PrismaService } from './prisma.service';
 
 /** Closes the process's Prisma client when the app shuts down. */

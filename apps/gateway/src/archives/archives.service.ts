@@ -1,9 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError, APP_CONFIG, LOGGER, type AppLogger, type GatewayConfig } from '@app/common';
-import { JobBus } from '@app/common/queue';
+import { JobBus } from '@app/queue';
 import { isId, JOB, ManifestHasher, type Manifest } from '@app/contracts';
-import { ArchiveRepository, ContainerFileRepository, SessionRepository, UnitOfWork, type ArchiveRow } from '@app/db';
+import { ArchiveRepository, ContainerFileRepository, SessionRepository, type ArchiveRow } from '@app/db';
+import { UnitOfWork } from '@app/lifecycle';
 import { type Download, Downloads, rebuiltWhenMissing } from '../downloads/downloads';
 
 /** Artifact rows read per query while hashing a session's manifest. */

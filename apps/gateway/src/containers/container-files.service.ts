@@ -1,13 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ApiError } from '@app/common';
 import { isId } from '@app/contracts';
-import {
-  ContainerFileRepository,
-  UnitOfWork,
-  type ContainerFileListing,
-  type ContainerFileRow,
-  type Page,
-} from '@app/db';
+import { ContainerFileRepository, type ContainerFileListing, type ContainerFileRow, type Page } from '@app/db';
+import { UnitOfWork } from '@app/lifecycle';
 import type { ArtifactOrigin } from '../auth/task-scope';
 import { type Download, Downloads } from '../downloads/downloads';
 import type { ListQuery } from '../http/list-query';

@@ -1,6 +1,7 @@
 import { ApiError } from '@app/common';
 import { isId, newId } from '@app/contracts';
-import type { ContainerFileRow, ContainerRow, Work } from '@app/db';
+import type { ContainerFileRow, ContainerRow } from '@app/db';
+import type { Work } from '@app/lifecycle';
 import { USER_ORIGIN, type ArtifactOrigin } from '../auth/task-scope';
 
 /**

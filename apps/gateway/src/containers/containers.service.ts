@@ -1,7 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ApiError } from '@app/common';
 import { isId, newId } from '@app/contracts';
-import { ContainerRepository, UnitOfWork, type ContainerRow, type Page } from '@app/db';
+import { ContainerRepository, type ContainerRow, type Page } from '@app/db';
+import { UnitOfWork } from '@app/lifecycle';
 import type { ListQuery } from '../http/list-query';
 import { createSession } from '../sessions/new-session';
 import { copyFileInto } from './container-writes';

@@ -1,7 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ApiError } from '@app/common';
 import { isId, newId } from '@app/contracts';
-import { FileRepository, UnitOfWork, type FilePurpose, type FileRow, type Page } from '@app/db';
+import { FileRepository, type FilePurpose, type FileRow, type Page } from '@app/db';
+import { UnitOfWork } from '@app/lifecycle';
 import { type Download, Downloads } from '../downloads/downloads';
 import type { ListQuery } from '../http/list-query';
 import type { UploadBody } from '../http/upload-body';

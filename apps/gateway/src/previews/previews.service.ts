@@ -1,9 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError, APP_CONFIG, LOGGER, NO_RETRY_HEADERS, type AppLogger, type GatewayConfig } from '@app/common';
-import { JobBus } from '@app/common/queue';
+import { JobBus } from '@app/queue';
 import { JOB, PREVIEW_PIPELINE_VERSION, previewFormatKey, previewTypeOf } from '@app/contracts';
-import { PreviewRepository, UnitOfWork, type ContainerFileRow, type PreviewRow } from '@app/db';
+import { PreviewRepository, type ContainerFileRow, type PreviewRow } from '@app/db';
+import { UnitOfWork } from '@app/lifecycle';
 import { ContainerFilesService } from '../containers/container-files.service';
 import { type Download, Downloads, rebuiltWhenMissing } from '../downloads/downloads';
 import { ConverterAvailability } from './converter-availability';

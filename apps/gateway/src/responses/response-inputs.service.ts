@@ -2,7 +2,8 @@ import { Inject, Injectable } from '@nestjs/common';
 import { Readable } from 'node:stream';
 import { ApiError, APP_CONFIG, fileLimitsOf, type GatewayConfig } from '@app/common';
 import { isId } from '@app/contracts';
-import { FileRepository, ObjectStager, SessionRepository, type StagedObject } from '@app/db';
+import { FileRepository, SessionRepository } from '@app/db';
+import { ObjectStager, type StagedObject } from '@app/lifecycle';
 import type { InputPart, ResponseRequest } from './response-request';
 
 export type InlinePart = Extract<InputPart, { kind: 'inline' }>;

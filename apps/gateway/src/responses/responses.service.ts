@@ -1,15 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ApiError, APP_CONFIG, fileLimitsOf, type GatewayConfig } from '@app/common';
 import { isId, newId } from '@app/contracts';
-import {
-  ResponseRepository,
-  UnitOfWork,
-  type FileRow,
-  type ResponseRow,
-  type SessionRow,
-  type StagedObject,
-  type Work,
-} from '@app/db';
+import { ResponseRepository, type FileRow, type ResponseRow, type SessionRow } from '@app/db';
+import { UnitOfWork, type StagedObject, type Work } from '@app/lifecycle';
 import { AgentRegistry } from '../agents/agent-registry';
 import { generateTaskToken, hashApiKey } from '../auth/api-key';
 import { createSession } from '../sessions/new-session';

@@ -1,5 +1,6 @@
 import { newId } from '@app/contracts';
-import type { ContainerRow, SessionRow, Work } from '@app/db';
+import type { ContainerRow, SessionRow } from '@app/db';
+import type { Work } from '@app/lifecycle';
 
 /** A new session with its first, current container, inside the caller's unit of work. */
 export async function createSession(

@@ -5,11 +5,11 @@ import {
   ContainerFileRepository,
   KeysetBatches,
   SessionRepository,
-  UnitOfWork,
   type ContainerFileListing,
   type Page,
   type SessionRow,
 } from '@app/db';
+import { UnitOfWork } from '@app/lifecycle';
 import type { ListQuery } from '../http/list-query';
 import { createSession } from './new-session';
 

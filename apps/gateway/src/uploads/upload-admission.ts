@@ -1,7 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ApiError, APP_CONFIG, LOGGER, type AppLogger, type GatewayConfig } from '@app/common';
 import { MAX_UPLOAD_BLOCKS, MIN_BLOCK_BYTES } from '@app/contracts';
-import { UnitOfWork, UploadRepository, type UploadReservationRow, type UploadRow } from '@app/db';
+import { UploadRepository, type UploadReservationRow, type UploadRow } from '@app/db';
+import { UnitOfWork } from '@app/lifecycle';
 
 /** A reservation counts this long without renewal; the request renews it well within. */
 const RESERVATION_TTL_MS = 2 * 60_000;

@@ -11,7 +11,7 @@ import {
   type GatewayConfig,
   type PutOptions,
 } from '@app/common';
-import { ObjectStager, type HashedStagedObject } from '@app/db';
+import { ObjectStager, type HashedStagedObject } from '@app/lifecycle';
 import type { UploadBody } from '../http/upload-body';
 import { resolveContentType } from './content-type';
 import { acceptFilename } from './filename';

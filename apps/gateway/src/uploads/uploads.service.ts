@@ -1,20 +1,18 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { ApiError, APP_CONFIG, LOGGER, ObjectStore, type AppLogger, type GatewayConfig } from '@app/common';
-import { JobBus } from '@app/common/queue';
+import { JobBus } from '@app/queue';
 import { type ComposeSource, isId, MIN_BLOCK_BYTES, newId } from '@app/contracts';
 import {
   FileRepository,
-  ObjectStager,
   StoredObjectRepository,
-  UnitOfWork,
   UploadRepository,
   type FileRow,
   type NewUpload,
-  type StagedObject,
   type UploadPartRow,
   type UploadRow,
 } from '@app/db';
+import { ObjectStager, UnitOfWork, type StagedObject } from '@app/lifecycle';
 import { MAX_UPLOAD_PART_BYTES, type UploadBody } from '../http/upload-body';
 import { type ArrivalTicket, PartArrivalOrder } from './part-arrival';
 import { UploadAdmission } from './upload-admission';

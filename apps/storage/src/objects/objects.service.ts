@@ -12,7 +12,7 @@ import {
   READ_URL_TTL_SECONDS,
   type StoredObjectReceipt,
 } from '@app/contracts';
-import { S3MultipartRepository } from '@app/db/repositories/s3-multipart.repository';
+import { S3MultipartRepository } from '@app/db';
 import { MeteringTransform, ObjectTooLargeError } from './metering.transform';
 import { BlocksNotJoinableError, BlockTooSmallError, MAX_BLOCK_BYTES, MAX_BLOCKS } from './multipart-upload';
 import { ObjectMissingError, type ObjectRead, RangeNotSatisfiableError, S3ObjectClient } from './s3-object.client';

@@ -1,7 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, LOGGER, type AppLogger, type WorkerConfig } from '@app/common';
 import type { Manifest } from '@app/contracts';
-import { ArchiveRepository, ObjectStager, UnitOfWork, type ArchiveBuild, type StagedObject } from '@app/db';
+import { ArchiveRepository, type ArchiveBuild } from '@app/db';
+import { ObjectStager, UnitOfWork, type StagedObject } from '@app/lifecycle';
 import { ArchiveArtifacts } from './archive-artifacts';
 import { ZipWriter } from './zip-writer';
 

@@ -1,7 +1,7 @@
 import { Global, Inject, Injectable, Module } from '@nestjs/common';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { METRICS_REGISTRY } from '@app/common';
-import { JobBus } from '@app/common/queue';
+import { JobBus } from '@app/queue';
 import { QUEUE_NAMES } from '@app/contracts';
 
 const STATES = ['waiting', 'active', 'delayed', 'failed'] as const;

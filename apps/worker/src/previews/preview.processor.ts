@@ -2,7 +2,7 @@ import { OnWorkerEvent, Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, type OnApplicationBootstrap } from '@nestjs/common';
 import { type Job, UnrecoverableError } from 'bullmq';
 import { APP_CONFIG, GracefulShutdown, LOGGER, type AppLogger, type WorkerConfig } from '@app/common';
-import { runJob, type JobHandlers } from '@app/common/queue';
+import { runJob, type JobHandlers } from '@app/queue';
 import { JOB, QUEUE } from '@app/contracts';
 import { ActiveJobs } from '../jobs/active-jobs';
 import { runWorker } from '../jobs/run-worker';

@@ -1,15 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LOGGER, ObjectStore, type AppLogger } from '@app/common';
-import { JobBus } from '@app/common/queue';
+import { JobBus } from '@app/queue';
 import { PREVIEW_PIPELINE_VERSION } from '@app/contracts';
-import {
-  MaintenanceRepository,
-  ResponseRepository,
-  StoredObjectRepository,
-  UnitOfWork,
-  UploadRepository,
-  type Work,
-} from '@app/db';
+import { MaintenanceRepository, ResponseRepository, StoredObjectRepository, UploadRepository } from '@app/db';
+import { UnitOfWork, type Work } from '@app/lifecycle';
 
 const BATCH = 500;
 /** A response still in progress this long past its deadline lost its gateway (crash, restart). */

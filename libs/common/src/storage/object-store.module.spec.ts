@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { gatewayConfigSchema, workerConfigSchema } from '../config/config.schema';
 import { loadConfig } from '../config/load-config';
 import { createLogger } from '../logging/logger';
-import { storageClientOf } from './platform-io.module';
+import { storageClientOf } from './object-store.module';
 
 describe('storageClientOf: where a service reads object bytes from', () => {
   const logger = createLogger('test', 'silent');

@@ -1,6 +1,6 @@
 import { type Job, UnrecoverableError } from 'bullmq';
 import { isJobOf, parseJobPayload, type JobPayloads, type JobsOf, type QueueName } from '@app/contracts';
-import { requestContext } from '../logging/request-context';
+import { requestContext } from '@app/common';
 
 /** A handler for each job of a queue, given the checked payload. */
 export type JobHandlers<Q extends QueueName> = {

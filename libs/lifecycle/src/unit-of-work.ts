@@ -1,15 +1,18 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { JobBus } from '@app/common/queue';
-import { PrismaService, type Db } from '../prisma.service';
-import { ArchiveRepository } from '../repositories/archive.repository';
-import { ContainerFileRepository } from '../repositories/container-file.repository';
-import { ContainerRepository } from '../repositories/container.repository';
-import { FileRepository } from '../repositories/file.repository';
-import { PreviewRepository } from '../repositories/preview.repository';
-import { ResponseRepository } from '../repositories/response.repository';
-import { SessionRepository } from '../repositories/session.repository';
-import { StoredObjectRepository } from '../repositories/stored-object.repository';
-import { UploadRepository } from '../repositories/upload.repository';
+import {
+  Transactions,
+  type ArchiveRepository,
+  type ContainerFileRepository,
+  type ContainerRepository,
+  type FileRepository,
+  type PreviewRepository,
+  type ResponseRepository,
+  type SessionRepository,
+  type StoredObjectRepository,
+  type TransactionRepositories,
+  type UploadRepository,
+} from '@app/db';
+import { JobBus } from '@app/queue';
 import { ObjectStager, type StagedObject } from './object-stager';
 
 /**
@@ -64,17 +67,17 @@ class TransactionWork extends Work {
   readonly adopted = new Set<string>();
   readonly purging: string[] = [];
 
-  constructor(tx: Db) {
+  constructor(repositories: TransactionRepositories) {
     super();
-    this.files = new FileRepository(tx);
-    this.sessions = new SessionRepository(tx);
-    this.containers = new ContainerRepository(tx);
-    this.containerFiles = new ContainerFileRepository(tx);
-    this.responses = new ResponseRepository(tx);
-    this.previews = new PreviewRepository(tx);
-    this.archives = new ArchiveRepository(tx);
-    this.uploads = new UploadRepository(tx);
-    this.objects = new StoredObjectRepository(tx);
+    this.files = repositories.files;
+    this.sessions = repositories.sessions;
+    this.containers = repositories.containers;
+    this.containerFiles = repositories.containerFiles;
+    this.responses = repositories.responses;
+    this.previews = repositories.previews;
+    this.archives = repositories.archives;
+    this.uploads = repositories.uploads;
+    this.objects = repositories.objects;
   }
 
   async adopt(object: StagedObject): Promise<void> {
@@ -92,9 +95,9 @@ class TransactionWork extends Work {
 }
 
 @Injectable()
-export class PrismaUnitOfWork extends UnitOfWork {
+export class TransactionalUnitOfWork extends UnitOfWork {
   constructor(
-    @Inject(PrismaService) private readonly prisma: PrismaService,
+    @Inject(Transactions) private readonly transactions: Transactions,
     @Inject(ObjectStager) private readonly stager: ObjectStager,
     @Inject(JobBus) private readonly jobs: JobBus,
   ) {
@@ -106,8 +109,8 @@ export class PrismaUnitOfWork extends UnitOfWork {
     const work = { current: null as TransactionWork | null };
     let result: T;
     try {
-      result = await this.prisma.$transaction(async (tx) => {
-        work.current = new TransactionWork(tx);
+      result = await this.transactions.run(async (repositories) => {
+        work.current = new TransactionWork(repositories);
         return fn(work.current);
       });
     } catch (error) {

@@ -2,9 +2,7 @@ import { InjectQueue } from '@nestjs/bullmq';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Queue } from 'bullmq';
 import { JOB, JOBS, QUEUE, type JobName, type JobPayloads, type QueueName } from '@app/contracts';
-import { ApiError } from '../errors/api-error';
-import { LOGGER, type AppLogger } from '../logging/logging.module';
-import { currentRequestId } from '../logging/request-context';
+import { ApiError, LOGGER, currentRequestId, type AppLogger } from '@app/common';
 
 /** BullMQ's largest priority. */
 const MAX_PRIORITY = 2_097_152;

@@ -1,9 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Readable } from 'node:stream';
 import { ApiError, LOGGER, ObjectStore, type AppLogger, type PutOptions } from '@app/common';
-import { JobBus } from '@app/common/queue';
+import { JobBus } from '@app/queue';
 import type { CompletedBlocksReceipt, ComposeSource } from '@app/contracts';
-import { StoredObjectRepository } from '../repositories/stored-object.repository';
+import { StoredObjectRepository } from '@app/db';
 
 /** Bytes in the bucket that no row points at yet: kept only when a unit of work adopts them. */
 export interface StagedObject {

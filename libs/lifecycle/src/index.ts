@@ -1,0 +1,3 @@
+export * from './object-stager';
+export * from './unit-of-work';
+export * from './lifecycle.module';
