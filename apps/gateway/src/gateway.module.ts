@@ -1,4 +1,5 @@
-import { type MiddlewareConsumer, Module, type NestModule, RequestMethod } from '@nestjs/common';
+import { Inject, type MiddlewareConsumer, Module, type NestModule, type Type } from '@nestjs/common';
+import { DiscoveryModule, DiscoveryService } from '@nestjs/core';
 import { ObjectStoreModule } from '@app/common';
 import { DatabaseHealth, DbModule } from '@app/db';
 import { LifecycleModule } from '@app/lifecycle';
@@ -9,6 +10,7 @@ import { AuthModule } from './auth/auth.module';
 import { ContainersModule } from './containers/containers.module';
 import { FilesModule } from './files/files.module';
 import { HttpModule } from './http/http.module';
+import { jsonBodyRoutes } from './http/json-body.decorator';
 import { JsonBodyMiddleware } from './http/json-body.middleware';
 import { LimitsModule } from './limits/limits.module';
 import { OpenApiModule } from './openapi/openapi.module';
@@ -20,23 +22,10 @@ import { TusModule } from './tus/tus.module';
 import { PartArrivalMiddleware } from './uploads/part-arrival';
 import { ResumableUploadsModule } from './uploads/resumable-uploads.module';
 
-/** The routes whose body is JSON. */
-const JSON_BODY_ROUTES = [
-  'v1/sessions',
-  'v1/containers',
-  'v1/containers/:cid/files',
-  'v1/responses',
-  'v1/uploads',
-  'v1/uploads/:id/complete',
-  'v1/uploads/:id/cancel',
-].map((path) => ({
-  path,
-  method: RequestMethod.POST,
-}));
-
 /** The public API: a module per feature on top of the platform (Postgres, the job bus, the object store). */
 @Module({
   imports: [
+    DiscoveryModule,
     DbModule,
     ObjectStoreModule.forRoot(),
     QueueModule.forRoot({ failFastOnRedisDown: true }),
@@ -57,10 +46,12 @@ const JSON_BODY_ROUTES = [
   ],
 })
 export class GatewayModule implements NestModule {
+  constructor(@Inject(DiscoveryService) private readonly discovery: DiscoveryService) {}
+
   /**
    * The key is checked on every path, known or not, before anything else. JSON bodies are read only on
-   * the routes that take one; any other body is never parsed, and what is left of it once the answer is
-   * out is drained within the drain budget.
+   * the routes that take one (marked `@JsonBody()`); any other body is never parsed, and what is left of it
+   * once the answer is out is drained within the drain budget.
    */
   configure(consumer: MiddlewareConsumer): void {
     // Before the key check: a part's place in line is its arrival, and a browser reads a tus 401 only with CORS.
@@ -68,6 +59,7 @@ export class GatewayModule implements NestModule {
     consumer.apply(TusCorsMiddleware).forRoutes('v1/tus', 'v1/tus/*path');
     consumer.apply(ApiKeyMiddleware).forRoutes('*path');
     consumer.apply(TusHeadersMiddleware).forRoutes('v1/tus', 'v1/tus/*path');
-    consumer.apply(JsonBodyMiddleware).forRoutes(...JSON_BODY_ROUTES);
+    const controllers = this.discovery.getControllers().map((wrapper) => wrapper.metatype as Type);
+    consumer.apply(JsonBodyMiddleware).forRoutes(...jsonBodyRoutes(controllers));
   }
 }

@@ -23,6 +23,7 @@ import { bodyObject } from '../sessions/metadata';
 import { Concurrency } from '../limits/concurrency-limits';
 import { ContainerFilesService } from './container-files.service';
 import { ContainersService } from './containers.service';
+import { JsonBody } from '../http/json-body.decorator';
 
 @Controller('v1/containers')
 export class ContainersController {
@@ -33,6 +34,7 @@ export class ContainersController {
   ) {}
 
   @Post()
+  @JsonBody()
   @HttpCode(200)
   async create(@PrincipalId() principalId: string, @Body() body: unknown) {
     return presentContainer(await this.containers.create(principalId, bodyObject(body)));
@@ -56,6 +58,7 @@ export class ContainersController {
   }
 
   @Post(':cid/files')
+  @JsonBody()
   @HttpCode(200)
   @TaskScoped()
   @UseGuards(UploadLengthGuard)

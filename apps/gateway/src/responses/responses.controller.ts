@@ -4,6 +4,7 @@ import { PrincipalId } from '../auth/auth';
 import { presentResponse } from '../http/presenters';
 import { Concurrency } from '../limits/concurrency-limits';
 import { ResponsesService } from './responses.service';
+import { JsonBody } from '../http/json-body.decorator';
 
 @Controller('v1/responses')
 export class ResponsesController {
@@ -17,6 +18,7 @@ export class ResponsesController {
   }
 
   @Post()
+  @JsonBody()
   @HttpCode(200)
   @Concurrency('responses')
   async create(@PrincipalId() principalId: string, @Body() body: unknown) {

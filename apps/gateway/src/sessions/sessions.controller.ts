@@ -6,6 +6,7 @@ import { presentContainerFile, presentSession } from '../http/presenters';
 import { ResponseWriter } from '../http/response-writer';
 import { acceptMetadata, bodyObject } from './metadata';
 import { SessionsService } from './sessions.service';
+import { JsonBody } from '../http/json-body.decorator';
 
 @Controller('v1/sessions')
 export class SessionsController {
@@ -15,6 +16,7 @@ export class SessionsController {
   ) {}
 
   @Post()
+  @JsonBody()
   @HttpCode(200)
   async create(@PrincipalId() principalId: string, @Body() body: unknown) {
     return presentSession(await this.sessions.create(principalId, acceptMetadata(bodyObject(body).metadata)));

@@ -8,6 +8,7 @@ import { Concurrency } from '../limits/concurrency-limits';
 import { arrivalOf } from './part-arrival';
 import { parseCompleteUpload, parseCreateUpload } from './upload-request';
 import { type UploadView, UploadsService, visibleStatus } from './uploads.service';
+import { JsonBody } from '../http/json-body.decorator';
 
 const present = ({ upload, file }: UploadView) => presentUpload(upload, visibleStatus(upload), file);
 
@@ -20,6 +21,7 @@ export class UploadsController {
   ) {}
 
   @Post()
+  @JsonBody()
   @HttpCode(200)
   async create(@PrincipalId() principalId: string, @Body() body: unknown) {
     return present(
@@ -47,12 +49,14 @@ export class UploadsController {
   }
 
   @Post(':id/complete')
+  @JsonBody()
   @HttpCode(200)
   async complete(@PrincipalId() principalId: string, @Param('id') id: string, @Body() body: unknown) {
     return present(await this.uploads.complete(principalId, id, parseCompleteUpload(body)));
   }
 
   @Post(':id/cancel')
+  @JsonBody()
   @HttpCode(200)
   async cancel(@PrincipalId() principalId: string, @Param('id') id: string) {
     return present(await this.uploads.cancel(principalId, id));
