@@ -46,6 +46,8 @@ const PRISMA_ALLOWED = new RegExp(
 );
 const isPrismaImport = (specifier, resolved) =>
   specifier.startsWith('@prisma/') || /libs\/db\/src\/(generated(\/|$)|prisma\.service$)/.test(resolved ?? '');
+/** Where Express types may appear: the HTTP edge (controllers, middleware, the http folders, main.ts). */
+const EXPRESS_ALLOWED = /(\.controller\.ts|\.middleware\.ts|\/main\.ts)$|\/src\/http\//;
 const isQueueImport = (specifier, resolved) =>
   /^(bullmq|@nestjs\/bullmq)$/.test(specifier) || /^libs\/(queue|lifecycle)\//.test(`${resolved}/`);
 
@@ -81,6 +83,10 @@ const walls = {
         (fromApp === 'storage' || ['common', 'contracts', 'db'].includes(fromLib))
       )
         report('the queue is for the gateway and the worker: apps/storage and libs/common, contracts, db load none');
+      if (/^(express|@nestjs\/platform-express)(\/|$)/.test(specifier) && !EXPRESS_ALLOWED.test(file))
+        report(
+          'Express types stay at the HTTP edge (controllers, middleware, http/): services speak in their own types',
+        );
       if (/^(node:)?child_process$/.test(specifier) && !file.startsWith('apps/worker/src/previews/sandbox/'))
         report("child processes start only in the worker's converter sandbox");
     };

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `npm test`: every test. Installs what is missing, starts Postgres, Redis and the local S3 server,
-# creates and migrates the test database, builds the three services, then runs lint and the unit,
-# chart (the Helm chart under a real helm), integration and end-to-end tiers in turn (each tier is a
-# vitest project; see vitest.config.ts) and ends with one summary line over all of them.
+# creates and migrates the test database, builds the three services, then runs lint, the typecheck and
+# the unit, chart (the Helm chart under a real helm), integration and end-to-end tiers in turn (each tier
+# is a vitest project; see vitest.config.ts) and ends with one summary line over all of them.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -20,6 +20,8 @@ rm -rf "$RESULTS" && mkdir -p "$RESULTS"
 status=0
 echo "── lint (eslint: rules and the import walls; prettier) ──"
 if npm run --silent lint; then echo "lint: clean"; else echo "lint: FAILED"; status=1; fi
+echo "── typecheck (tsc --noEmit over apps, libs, test, bench and every spec) ──"
+if npm run --silent typecheck; then echo "typecheck: clean"; else echo "typecheck: FAILED"; status=1; fi
 for tier in unit chart integration e2e; do
   echo "── $tier tests ──"
   npx vitest run --project "$tier" --reporter=default --reporter=json --outputFile="$RESULTS/$tier.json" || status=1

@@ -109,4 +109,21 @@ describe('the import walls of docs/architecture.md', () => {
     expect(await walls('libs/common/src/x.ts', "import { BullModule } from '@nestjs/bullmq';\n")).toHaveLength(1);
     expect(await walls('apps/worker/src/x.ts', "import { Queue } from 'bullmq';\n")).toEqual([]);
   });
+
+  it('Express types stay at the HTTP edge, out of services', async () => {
+    const code = "import type { Request } from 'express';\n";
+    expect(await walls('apps/gateway/src/files/files.service.ts', code)).toEqual([
+      expect.stringMatching(/Express types stay at the HTTP edge/),
+    ]);
+    expect(
+      await walls(
+        'apps/worker/src/archives/x.ts',
+        "import { NestExpressApplication } from '@nestjs/platform-express';\n",
+      ),
+    ).toHaveLength(1);
+    expect(await walls('libs/lifecycle/src/x.ts', code)).toHaveLength(1);
+    expect(await walls('apps/gateway/src/files/files.controller.ts', code)).toEqual([]);
+    expect(await walls('apps/gateway/src/http/response-writer.ts', code)).toEqual([]);
+    expect(await walls('apps/gateway/src/auth/api-key.middleware.ts', code)).toEqual([]);
+  });
 });
