@@ -15,7 +15,13 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'unit',
-          include: ['apps/**/*.spec.ts', 'libs/**/*.spec.ts', 'test/lint/**/*.spec.ts', 'bench/**/*.spec.mjs'],
+          include: [
+            'apps/**/*.spec.ts',
+            'libs/**/*.spec.ts',
+            'test/lint/**/*.spec.ts',
+            'test/contracts/**/*.spec.ts',
+            'bench/**/*.spec.mjs',
+          ],
         },
       },
       {

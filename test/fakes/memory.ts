@@ -4,8 +4,8 @@ import type { Db, FilePurpose, PreviewStatus, ResponseError, ResponseOutput } fr
 /**
  * The rows of an in-memory database, for unit tests of the services. The fake repositories
  * (repositories.ts) read and write these tables with the same semantics as the SQL ones: principal
- * scoping, conditional deletes, reference counts. A unit of work snapshots them and restores the
- * snapshot when it rolls back.
+ * scoping, conditional deletes, reference counts (test/contracts holds each fake to the contract its
+ * Prisma repository passes). A unit of work snapshots them and restores the snapshot when it rolls back.
  */
 export interface ObjectRecord {
   id: string;

@@ -198,6 +198,7 @@ export class MemoryFiles extends FileRepository {
   override async expireDue(now: Date, limit: number): Promise<string[]> {
     const due = this.memory.tables.files
       .filter((file) => !file.deletedAt && file.expiresAt && file.expiresAt <= now)
+      .sort((a, b) => a.expiresAt!.getTime() - b.expiresAt!.getTime())
       .slice(0, limit);
     for (const file of due) file.deletedAt = now;
     return due.map((file) => file.objectId);
@@ -640,6 +641,8 @@ export class MemoryPreviews extends PreviewRepository {
       bytes: BigInt(pdf.bytes),
       pdfSha256: pdf.sha256,
       converter: pdf.converter,
+      errorCode: null,
+      errorMessage: null,
     });
     return true;
   }
@@ -667,7 +670,7 @@ export class MemoryPreviews extends PreviewRepository {
       Object.assign(row, {
         status: 'FAILED',
         errorCode: failure.code,
-        errorMessage: failure.message,
+        errorMessage: failure.message.slice(0, 1000),
         permanent: failure.permanent,
       });
   }
@@ -760,7 +763,9 @@ export class MemoryArchives extends ArchiveRepository {
   override async countBuilding(principalId: string): Promise<number> {
     return this.memory.tables.archives.filter(
       (archive) =>
-        archive.principalId === principalId && (archive.status === 'pending' || archive.status === 'building'),
+        archive.principalId === principalId &&
+        (archive.status === 'pending' || archive.status === 'building') &&
+        this.sessionLive(archive.sessionId),
     ).length;
   }
 
@@ -785,7 +790,7 @@ export class MemoryArchives extends ArchiveRepository {
       (archive) => archive.id === id && archive.principalId === principalId && archive.status !== 'ready',
     );
     if (!row) return false;
-    Object.assign(row, { status: 'building', filesDone: 0, bytesDone: 0n, error: null });
+    Object.assign(row, { status: 'building', filesDone: 0, bytesDone: 0n, error: null, updatedAt: new Date() });
     return true;
   }
 
@@ -798,7 +803,7 @@ export class MemoryArchives extends ArchiveRepository {
     const row = this.memory.tables.archives.find(
       (archive) => archive.id === id && archive.principalId === principalId && archive.status === 'building',
     );
-    if (row) Object.assign(row, { filesDone, bytesDone: BigInt(bytesDone) });
+    if (row) Object.assign(row, { filesDone, bytesDone: BigInt(bytesDone), updatedAt: new Date() });
     return row !== undefined;
   }
 
@@ -819,6 +824,7 @@ export class MemoryArchives extends ArchiveRepository {
       filesDone: progress.filesDone,
       bytesDone: BigInt(progress.bytesDone),
       error: null,
+      updatedAt: new Date(),
     });
     const stale = t.archives.filter(
       (archive) => archive.sessionId === mine.sessionId && archive.id !== id && archive.createdAt <= mine.createdAt,
@@ -834,7 +840,7 @@ export class MemoryArchives extends ArchiveRepository {
         archive.principalId === principalId &&
         (archive.status === 'pending' || archive.status === 'building'),
     );
-    if (row) Object.assign(row, { status: 'failed', error, updatedAt: new Date() });
+    if (row) Object.assign(row, { status: 'failed', error: error.slice(0, 1000), updatedAt: new Date() });
   }
 
   override async dropLost(principalId: string, id: string): Promise<string[]> {
