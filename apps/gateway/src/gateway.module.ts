@@ -17,8 +17,8 @@ import { ResponsesModule } from './responses/responses.module';
 import { SessionsModule } from './sessions/sessions.module';
 import { TusCorsMiddleware, TusHeadersMiddleware } from './tus/tus.middleware';
 import { TusModule } from './tus/tus.module';
-import { PartArrivalMiddleware } from './uploads/part-arrival';
-import { ResumableUploadsModule } from './uploads/resumable-uploads.module';
+import { PartArrivalMiddleware } from './uploads/openai/part-arrival';
+import { UploadsModule } from './uploads/openai/uploads.module';
 
 /** The routes whose body is JSON. */
 const JSON_BODY_ROUTES = [
@@ -45,7 +45,7 @@ const JSON_BODY_ROUTES = [
     HttpModule,
     AuthModule,
     FilesModule,
-    ResumableUploadsModule,
+    UploadsModule,
     TusModule,
     SessionsModule,
     ContainersModule,
