@@ -26,6 +26,9 @@ const LIBRARY_DEPENDENCIES = {
   lifecycle: ['common', 'contracts', 'db', 'queue'],
 };
 
+/** The most lines of code a `*.service.ts` may hold (test/lint/service-size.spec.ts proves the rule fires). */
+const SERVICE_MAX_LINES = 250;
+
 /** An entry → the path it names from the repository root; a relative import → the same. */
 function resolveImport(file, specifier) {
   if (ENTRIES.has(specifier)) return ENTRIES.get(specifier);
@@ -122,6 +125,12 @@ export default tseslint.config(
         { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' },
       ],
     },
+  },
+  {
+    // A service is one feature's plain logic; one that outgrows this is doing a second job, which wants a class
+    // of its own (as the Uploads API's completion strategies became). Blank lines and comments are free.
+    files: ['**/*.service.ts'],
+    rules: { 'max-lines': ['error', { max: SERVICE_MAX_LINES, skipBlankLines: true, skipComments: true }] },
   },
   {
     // Plain CommonJS scripts that run as processes of their own (the image renderer): require() is how they load.

@@ -18,7 +18,7 @@ import { ResponseInputs } from '../../apps/gateway/src/responses/response-inputs
 import { ResponseMetrics } from '../../apps/gateway/src/responses/response-metrics';
 import { ResponsesService } from '../../apps/gateway/src/responses/responses.service';
 import { SessionsService } from '../../apps/gateway/src/sessions/sessions.service';
-import { UploadReceiver } from '../../apps/gateway/src/uploads/upload-receiver';
+import { UploadReceiver } from '../../apps/gateway/src/uploads/receiver/upload-receiver';
 import { inMemoryPlatform, silentLogger } from './platform';
 
 /** The gateway's config as the services see it: the schema's defaults, with these overrides. */

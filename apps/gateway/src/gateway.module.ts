@@ -19,8 +19,8 @@ import { ResponsesModule } from './responses/responses.module';
 import { SessionsModule } from './sessions/sessions.module';
 import { TusCorsMiddleware, TusHeadersMiddleware } from './tus/tus.middleware';
 import { TusModule } from './tus/tus.module';
-import { PartArrivalMiddleware } from './uploads/part-arrival';
-import { ResumableUploadsModule } from './uploads/resumable-uploads.module';
+import { PartArrivalMiddleware } from './uploads/openai/part-arrival';
+import { UploadsModule } from './uploads/openai/uploads.module';
 
 /** The public API: a module per feature on top of the platform (Postgres, the job bus, the object store). */
 @Module({
@@ -34,7 +34,7 @@ import { ResumableUploadsModule } from './uploads/resumable-uploads.module';
     HttpModule,
     AuthModule,
     FilesModule,
-    ResumableUploadsModule,
+    UploadsModule,
     TusModule,
     SessionsModule,
     ContainersModule,

@@ -5,7 +5,7 @@ import { newId } from '@app/contracts';
 import { type ContainerFileRow } from '@app/db';
 import { ObjectStager, UnitOfWork, type StagedObject } from '@app/lifecycle';
 import type { ArtifactOrigin } from '../auth/task-scope';
-import { acceptFilename } from '../uploads/filename';
+import { acceptFilename } from '../uploads/receiver/filename';
 import { holdContainerForWrite } from './container-writes';
 
 export interface StagedArtifact {

@@ -7,7 +7,7 @@ import type { ArtifactOrigin } from '../auth/task-scope';
 import { type Download, Downloads } from '../downloads/downloads';
 import type { ListQuery } from '../http/list-query';
 import type { UploadBody } from '../http/upload-body';
-import { UploadReceiver } from '../uploads/upload-receiver';
+import { UploadReceiver } from '../uploads/receiver/upload-receiver';
 import { ArtifactWriter } from './artifact-writer.service';
 import { copyFileInto, holdContainerForWrite } from './container-writes';
 import { ContainersService } from './containers.service';

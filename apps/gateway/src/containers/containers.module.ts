@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { UploadsModule } from '../uploads/uploads.module';
+import { UploadReceiverModule } from '../uploads/receiver/upload-receiver.module';
 import { ArtifactWriter } from './artifact-writer.service';
 import { ContainerFilesService } from './container-files.service';
 import { ContainersController } from './containers.controller';
@@ -7,7 +7,7 @@ import { ContainersService } from './containers.service';
 
 /** Containers and their files (the artifacts), and the artifact writer agents use. */
 @Module({
-  imports: [UploadsModule],
+  imports: [UploadReceiverModule],
   controllers: [ContainersController],
   providers: [ContainersService, ContainerFilesService, ArtifactWriter],
   exports: [ContainerFilesService, ArtifactWriter],

@@ -1,10 +1,10 @@
 import { Module } from '@nestjs/common';
-import { UploadsModule } from '../uploads/uploads.module';
+import { UploadReceiverModule } from '../uploads/receiver/upload-receiver.module';
 import { FilesController } from './files.controller';
 import { FilesService } from './files.service';
 
 @Module({
-  imports: [UploadsModule],
+  imports: [UploadReceiverModule],
   controllers: [FilesController],
   providers: [FilesService],
   exports: [FilesService],

@@ -6,7 +6,7 @@ import { UnitOfWork } from '@app/lifecycle';
 import { type Download, Downloads } from '../downloads/downloads';
 import type { ListQuery } from '../http/list-query';
 import type { UploadBody } from '../http/upload-body';
-import { UploadReceiver } from '../uploads/upload-receiver';
+import { UploadReceiver } from '../uploads/receiver/upload-receiver';
 import { checkFileField, readFileFields } from './file-fields';
 
 /** Uploaded files (`/v1/files`), scoped to the calling principal. */

@@ -5,7 +5,7 @@ import { FilesController } from '../files/files.controller';
 import { ResponsesController } from '../responses/responses.controller';
 import { SessionsController } from '../sessions/sessions.controller';
 import { TusController } from '../tus/tus.controller';
-import { UploadsController } from '../uploads/uploads.controller';
+import { UploadsController } from '../uploads/openai/uploads.controller';
 import { JsonBody, jsonBodyRoutes } from './json-body.decorator';
 
 describe('jsonBodyRoutes: the routes that read a JSON body are the ones marked at their declaration', () => {

@@ -3,7 +3,7 @@ import { APP_CONFIG, fileLimitsOf, Public, type GatewayConfig } from '@app/commo
 import { maxRequestBytes } from '../http/json-body.middleware';
 import { MAX_UPLOAD_PART_BYTES } from '../http/upload-body';
 import { ConverterAvailability } from '../previews/converter-availability';
-import { maxPendingUploadBytes } from '../uploads/upload-admission';
+import { maxPendingUploadBytes } from '../uploads/resumable/upload-admission';
 
 /**
  * `max_file_bytes` keeps the contract's meaning, the largest file one request (POST /v1/files) takes;

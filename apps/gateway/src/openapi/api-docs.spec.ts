@@ -10,7 +10,7 @@ import { PreviewsController } from '../previews/previews.controller';
 import { ResponsesController } from '../responses/responses.controller';
 import { SessionsController } from '../sessions/sessions.controller';
 import { TusController } from '../tus/tus.controller';
-import { UploadsController } from '../uploads/uploads.controller';
+import { UploadsController } from '../uploads/openai/uploads.controller';
 import { API_DOC_PATH, renderApiDoc } from './api-docs';
 import { OPENAPI_DOCUMENT } from './openapi.document';
 

@@ -1,8 +1,8 @@
 import { extension } from 'mime-types';
 import { ApiError } from '@app/common';
 import { acceptMetadata } from '../sessions/metadata';
-import { resolveContentType } from '../uploads/content-type';
-import { acceptFilename } from '../uploads/filename';
+import { resolveContentType } from '../uploads/receiver/content-type';
+import { acceptFilename } from '../uploads/receiver/filename';
 import { decodeDataUrl } from './data-url';
 
 export type InputPart =

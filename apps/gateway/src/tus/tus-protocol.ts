@@ -1,7 +1,7 @@
 import { ApiError } from '@app/common';
 import type { FilePurpose } from '@app/db';
 import { toPurpose } from '../files/file-fields';
-import { acceptFilename } from '../uploads/filename';
+import { acceptFilename } from '../uploads/receiver/filename';
 
 /** tus 1.0 (https://tus.io/protocols/resumable-upload), as /v1/tus speaks it. */
 export const TUS_VERSION = '1.0.0';

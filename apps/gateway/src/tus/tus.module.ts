@@ -1,10 +1,10 @@
 import { Module } from '@nestjs/common';
-import { ResumableUploadsModule } from '../uploads/resumable-uploads.module';
+import { ResumableUploadsModule } from '../uploads/resumable/resumable-uploads.module';
 import { TusController } from './tus.controller';
 import { TusCorsMiddleware, TusHeadersMiddleware } from './tus.middleware';
 import { TusService } from './tus.service';
 
-/** tus 1.0 at /v1/tus, on the machinery of /v1/uploads. */
+/** tus 1.0 at /v1/tus, on the resumable-upload machinery /v1/uploads uses too. */
 @Module({
   imports: [ResumableUploadsModule],
   controllers: [TusController],

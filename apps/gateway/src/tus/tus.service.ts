@@ -5,9 +5,9 @@ import { ApiError, APP_CONFIG, ClientGoneError, fileLimitsOf, type GatewayConfig
 import { isId, newId } from '@app/contracts';
 import { UploadRepository, type UploadReservationRow, type UploadRow } from '@app/db';
 import { ObjectStager, UnitOfWork } from '@app/lifecycle';
-import { UploadAdmission } from '../uploads/upload-admission';
-import { DEFAULT_UPLOAD_EXPIRY_SECONDS } from '../uploads/upload-request';
-import { UploadsService } from '../uploads/uploads.service';
+import { UploadCompletion } from '../uploads/resumable/completion/upload-completion';
+import { DEFAULT_UPLOAD_EXPIRY_SECONDS, PendingUploads } from '../uploads/resumable/pending-uploads';
+import { UploadAdmission } from '../uploads/resumable/upload-admission';
 import type { TusChecksumAlgorithm, TusMetadata } from './tus-protocol';
 
 /**
@@ -31,13 +31,14 @@ export interface TusPatch {
  * offset is the sum of its parts; each PATCH stages one part. A PATCH first claims the upload at its
  * offset in Postgres, so two PATCHes on any gateways cannot both write (the loser gets 409) and the
  * offset only ever moves by a part that was kept. When the offset reaches the length, the parts are
- * composed into a file exactly as an OpenAI upload's completion does.
+ * completed into a file exactly as an OpenAI upload's completion does (UploadCompletion).
  */
 @Injectable()
 export class TusService {
   constructor(
     @Inject(UploadRepository) private readonly uploads: UploadRepository,
-    @Inject(UploadsService) private readonly completions: UploadsService,
+    @Inject(PendingUploads) private readonly pendingUploads: PendingUploads,
+    @Inject(UploadCompletion) private readonly completion: UploadCompletion,
     @Inject(UnitOfWork) private readonly uow: UnitOfWork,
     @Inject(ObjectStager) private readonly stager: ObjectStager,
     @Inject(UploadAdmission) private readonly admission: UploadAdmission,
@@ -56,7 +57,7 @@ export class TusService {
         'Upload-Length',
       );
     const createdAt = new Date();
-    return this.completions.createWithinLimit(principalId, {
+    return this.pendingUploads.createWithinLimit(principalId, {
       id: newId('upload'),
       filename: metadata.filename,
       purpose: metadata.purpose,
@@ -169,10 +170,10 @@ export class TusService {
     return patch.offset + staged.bytes;
   }
 
-  /** Every part, in order, becomes the file (as POST /v1/uploads/{id}/complete would do it). */
+  /** Every part, in order, becomes the file, by the strategies POST /v1/uploads/{id}/complete uses. */
   private async finish(principalId: string, upload: UploadRow): Promise<UploadRow> {
     const parts = await this.uploads.listParts(principalId, upload.id);
-    const view = await this.completions.completeUpload(principalId, upload, {
+    const view = await this.completion.complete(principalId, upload, {
       partIds: parts.map((part) => part.id),
       md5: null,
     });
@@ -181,6 +182,6 @@ export class TusService {
 
   async terminate(principalId: string, id: string): Promise<void> {
     const upload = await this.find(principalId, id);
-    await this.completions.cancelUpload(principalId, upload);
+    await this.pendingUploads.cancel(principalId, upload);
   }
 }

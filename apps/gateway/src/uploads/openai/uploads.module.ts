@@ -1,15 +1,15 @@
 import { Module } from '@nestjs/common';
+import { UploadReceiverModule } from '../receiver/upload-receiver.module';
+import { ResumableUploadsModule } from '../resumable/resumable-uploads.module';
 import { PartArrivalMiddleware, PartArrivalOrder } from './part-arrival';
-import { UploadAdmission } from './upload-admission';
 import { UploadsController } from './uploads.controller';
-import { UploadsModule } from './uploads.module';
 import { UploadsService } from './uploads.service';
 
 /** `/v1/uploads`: resumable uploads in parts (OpenAI's Uploads API), on the same receiver and object life. */
 @Module({
-  imports: [UploadsModule],
+  imports: [UploadReceiverModule, ResumableUploadsModule],
   controllers: [UploadsController],
-  providers: [UploadsService, UploadAdmission, PartArrivalOrder, PartArrivalMiddleware],
-  exports: [UploadsService, UploadAdmission, PartArrivalOrder, PartArrivalMiddleware],
+  providers: [UploadsService, PartArrivalOrder, PartArrivalMiddleware],
+  exports: [PartArrivalOrder, PartArrivalMiddleware],
 })
-export class ResumableUploadsModule {}
+export class UploadsModule {}

@@ -1,14 +1,15 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Req, UseGuards } from '@nestjs/common';
 import type { Request } from 'express';
 import { APP_CONFIG, fileLimitsOf, type GatewayConfig } from '@app/common';
-import { PrincipalId } from '../auth/auth';
-import { presentUpload, presentUploadPart } from '../http/presenters';
-import { uploadBodyOf, UploadPartLengthGuard } from '../http/upload-body';
-import { Concurrency } from '../limits/concurrency-limits';
+import { PrincipalId } from '../../auth/auth';
+import { presentUpload, presentUploadPart } from '../../http/presenters';
+import { uploadBodyOf, UploadPartLengthGuard } from '../../http/upload-body';
+import { Concurrency } from '../../limits/concurrency-limits';
 import { arrivalOf } from './part-arrival';
 import { parseCompleteUpload, parseCreateUpload } from './upload-request';
-import { type UploadView, UploadsService, visibleStatus } from './uploads.service';
-import { JsonBody } from '../http/json-body.decorator';
+import { JsonBody } from '../../http/json-body.decorator';
+import { type UploadView, visibleStatus } from '../resumable/upload-status';
+import { UploadsService } from './uploads.service';
 
 const present = ({ upload, file }: UploadView) => presentUpload(upload, visibleStatus(upload), file);
 

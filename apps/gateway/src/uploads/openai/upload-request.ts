@@ -1,10 +1,8 @@
 import { ApiError } from '@app/common';
 import type { FilePurpose } from '@app/db';
-import { MAX_EXPIRY_SECONDS, MIN_EXPIRY_SECONDS, toPurpose } from '../files/file-fields';
-import { acceptFilename } from './filename';
-
-/** An upload's own expiry when the request names none (OpenAI's: one hour after creation). */
-export const DEFAULT_UPLOAD_EXPIRY_SECONDS = 3600;
+import { MAX_EXPIRY_SECONDS, MIN_EXPIRY_SECONDS, toPurpose } from '../../files/file-fields';
+import { acceptFilename } from '../receiver/filename';
+import { DEFAULT_UPLOAD_EXPIRY_SECONDS } from '../resumable/pending-uploads';
 
 export interface CreateUploadInput {
   filename: string;

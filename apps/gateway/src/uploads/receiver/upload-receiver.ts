@@ -12,7 +12,7 @@ import {
   type PutOptions,
 } from '@app/common';
 import { ObjectStager, type HashedStagedObject } from '@app/lifecycle';
-import type { UploadBody } from '../http/upload-body';
+import type { UploadBody } from '../../http/upload-body';
 import { resolveContentType } from './content-type';
 import { acceptFilename } from './filename';
 

@@ -3,4 +3,4 @@ import { UploadReceiver } from './upload-receiver';
 
 /** The streaming multipart receiver, for every route that takes an upload. */
 @Module({ providers: [UploadReceiver], exports: [UploadReceiver] })
-export class UploadsModule {}
+export class UploadReceiverModule {}
