@@ -37,7 +37,7 @@ export class JobCompletions {
     events.onFinished((jobId) => this.waiters.get(jobId)?.forEach((wake) => wake()));
   }
 
-  /** Requests waiting now (for metrics and specs). */
+  /** Requests waiting now: every ended wait leaves none behind. */
   get waiting(): number {
     let count = 0;
     for (const wakes of this.waiters.values()) count += wakes.size;
