@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '@app/contracts';
 import { api, containerUpload, newSession, type ApiResponse, type Who } from '../support/api';
 import { db } from '../support/db';
-import { E2E_BASE_URL, ownQueues, testPort } from '../support/env';
+import { E2E_BASE_URL, E2E_PORT_BASE, ownQueues, testPort } from '../support/env';
 import { pollUntil } from '../support/poll';
 import { deleteObject, objectExists } from '../support/s3';
 import { Stack } from '../support/stack';
@@ -356,5 +356,27 @@ describe('session archives whose build keeps failing', () => {
     await db.query("UPDATE archives SET updated_at = now() - interval '1 minute' WHERE session_id = $1", [session.id]);
     const retried = await api('GET', archivePath(session.id), { base: stack.baseUrl });
     expect(retried.status).toBe(202);
+  });
+});
+
+describe('a request waiting for an archive', () => {
+  // A second gateway on the shared stack whose fallback re-read is an hour away: only the build's completion
+  // event can end its wait early.
+  const gateway = new Stack(testPort(18480), {
+    STORAGE_URL: `http://127.0.0.1:${E2E_PORT_BASE + 1}`,
+    ARCHIVE_WAIT_MS: '60000',
+    JOB_WAIT_FALLBACK_MS: '3600000',
+  });
+  beforeAll(() => gateway.start(['gateway']));
+  afterAll(() => gateway.stop());
+
+  it('is answered soon after the build completes, woken by the job rather than by re-reading the row', async () => {
+    const session = await newSession();
+    await containerUpload(session.container_id, 'woken.bin', randomBytes(500_000));
+    const started = Date.now();
+    const res = await api('GET', archivePath(session.id), { base: gateway.baseUrl });
+    expect(res.status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(30_000);
+    await expectArchiveHoldsArtifacts(session.id, res.body);
   });
 });

@@ -11,6 +11,8 @@ import { ContainersService } from '../../apps/gateway/src/containers/containers.
 import { Downloads } from '../../apps/gateway/src/downloads/downloads';
 import { FilesService } from '../../apps/gateway/src/files/files.service';
 import type { UploadBody } from '../../apps/gateway/src/http/upload-body';
+import { JobCompletions } from '../../apps/gateway/src/jobs/job-completions';
+import { JobEvents, type JobFinishedListener } from '../../apps/gateway/src/jobs/job-events';
 import { ConverterAvailability } from '../../apps/gateway/src/previews/converter-availability';
 import { PreviewsService } from '../../apps/gateway/src/previews/previews.service';
 import { AgentRunner } from '../../apps/gateway/src/responses/agent-runner.service';
@@ -24,6 +26,19 @@ import { inMemoryPlatform, silentLogger } from './platform';
 /** The gateway's config as the services see it: the schema's defaults, with these overrides. */
 export function gatewayConfig(overrides: Record<string, string> = {}): GatewayConfig {
   return gatewayConfigSchema.parse({ UHP_MAX_FILE_BYTES: '1048576', UHP_MAX_INLINE_FILE_BYTES: '65536', ...overrides });
+}
+
+/** Job-finished events a test announces itself, as the worker's queue would. */
+export class FakeJobEvents extends JobEvents {
+  private readonly listeners: JobFinishedListener[] = [];
+
+  onFinished(listener: JobFinishedListener): void {
+    this.listeners.push(listener);
+  }
+
+  finish(jobId: string): void {
+    for (const listener of this.listeners) listener(jobId);
+  }
 }
 
 /**
@@ -59,6 +74,8 @@ export function gatewayServices(options: { config?: Record<string, string>; agen
   const inputs = new ResponseInputs(config, platform.sessions, platform.files, platform.stager);
   const responses = new ResponsesService(config, platform.uow, platform.responses, inputs, agents, runner);
   const converters = new ConverterAvailability(config, platform.converterStatus);
+  const jobEvents = new FakeJobEvents();
+  const completions = new JobCompletions(jobEvents, config);
   const previews = new PreviewsService(
     config,
     containerFiles,
@@ -66,6 +83,7 @@ export function gatewayServices(options: { config?: Record<string, string>; agen
     converters,
     downloads,
     platform.jobs,
+    completions,
     platform.uow,
     silentLogger,
   );
@@ -74,6 +92,7 @@ export function gatewayServices(options: { config?: Record<string, string>; agen
     platform.containerFiles,
     platform.archives,
     platform.jobs,
+    completions,
     downloads,
     config,
     platform.uow,
@@ -91,6 +110,8 @@ export function gatewayServices(options: { config?: Record<string, string>; agen
     previews,
     archives,
     converters,
+    jobEvents,
+    completions,
   };
 }
 

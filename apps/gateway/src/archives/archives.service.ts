@@ -1,16 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError, APP_CONFIG, LOGGER, type AppLogger, type GatewayConfig } from '@app/common';
 import { JobBus } from '@app/queue';
-import { isId, JOB, ManifestHasher, type Manifest } from '@app/contracts';
+import { isId, JOB, JOBS, ManifestHasher, type Manifest } from '@app/contracts';
 import { ArchiveRepository, ContainerFileRepository, SessionRepository, type ArchiveRow } from '@app/db';
 import { UnitOfWork } from '@app/lifecycle';
 import { type Download, Downloads, rebuiltWhenMissing } from '../downloads/downloads';
+import { JobCompletions } from '../jobs/job-completions';
 
 /** Artifact rows read per query while hashing a session's manifest. */
 const MANIFEST_BATCH = 1_000;
-/** How often a waiting request looks at the archive row. */
-const POLL_INTERVAL_MS = 200;
 /** What a 202 asks the client to wait before it asks again. */
 export const ARCHIVE_RETRY_AFTER_SECONDS = 2;
 /**
@@ -35,6 +33,7 @@ export class ArchivesService {
     @Inject(ContainerFileRepository) private readonly containerFiles: ContainerFileRepository,
     @Inject(ArchiveRepository) private readonly archives: ArchiveRepository,
     @Inject(JobBus) private readonly jobs: JobBus,
+    @Inject(JobCompletions) private readonly completions: JobCompletions,
     @Inject(Downloads) private readonly downloads: Downloads,
     @Inject(APP_CONFIG) private readonly config: GatewayConfig,
     @Inject(UnitOfWork) private readonly uow: UnitOfWork,
@@ -140,9 +139,10 @@ export class ArchivesService {
   }
 
   /**
-   * Polls the row until the build is ready or failed, the wait is over or the client hangs up. A row
-   * that vanishes was superseded (the artifacts changed under it): the last state seen is answered,
-   * and the client's next request builds the new manifest. A session deleted meanwhile is a 404.
+   * Waits until the build is ready or failed (woken when its job finishes; the row decides), the wait is
+   * over or the client hangs up. A row that vanishes was superseded (the artifacts changed under it): the
+   * last state seen is answered, and the client's next request builds the new manifest. A session deleted
+   * meanwhile is a 404.
    */
   private async waitForBuild(
     principalId: string,
@@ -150,18 +150,20 @@ export class ArchivesService {
     archive: ArchiveRow,
     isGone: () => boolean,
   ): Promise<ArchiveRow> {
-    const deadline = Date.now() + this.config.ARCHIVE_WAIT_MS;
     let last = archive;
-    while (Date.now() < deadline && !isGone()) {
-      await sleep(Math.min(POLL_INTERVAL_MS, Math.max(0, deadline - Date.now())));
-      const current = await this.archives.findForManifest(principalId, sessionId, archive.manifestHash);
-      if (!current) {
-        if (!(await this.sessions.findForOwner(principalId, sessionId))) throw ApiError.notFound('session');
-        return last;
-      }
-      last = current;
-      if (current.status === 'ready' || current.status === 'failed') return current;
-    }
-    return last;
+    const finished = await this.completions.waitFor(JOBS[JOB.buildArchive].jobId({ archiveId: archive.id }), {
+      timeoutMs: this.config.ARCHIVE_WAIT_MS,
+      isGone,
+      check: async () => {
+        const current = await this.archives.findForManifest(principalId, sessionId, archive.manifestHash);
+        if (!current) {
+          if (!(await this.sessions.findForOwner(principalId, sessionId))) throw ApiError.notFound('session');
+          return last;
+        }
+        last = current;
+        return current.status === 'ready' || current.status === 'failed' ? current : undefined;
+      },
+    });
+    return finished ?? last;
   }
 }

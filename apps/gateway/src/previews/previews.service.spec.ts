@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { JOB } from '@app/contracts';
+import { JOB, JOBS } from '@app/contracts';
 import { fileUpload, gatewayServices, readDownload } from '../../../../test/fakes/gateway';
 import { USER_ORIGIN } from '../auth/task-scope';
 
@@ -18,7 +18,14 @@ async function world(config: Record<string, string> = {}, converters = ['libreof
   return { ...services, containerId, put };
 }
 
-/** What a worker does with a queued conversion: a PDF is staged, and the row turns READY in one unit of work. */
+/** The queue announcing that the conversion job of a row's generation finished. */
+const finish = (services: Awaited<ReturnType<typeof world>>, previewId: string, generation: number) =>
+  services.jobEvents.finish(JOBS[JOB.convertPreview].jobId({ previewId, generation }));
+
+/**
+ * What a worker does with a queued conversion: a PDF is staged, the row turns READY in one unit of work,
+ * and the job's completion is announced.
+ */
 async function convertQueued(services: Awaited<ReturnType<typeof world>>, pdf = '%PDF-1.7 converted') {
   for (const { previewId, generation } of services.platform.jobs.jobs(JOB.convertPreview)) {
     const row = services.platform.memory.tables.previews.find((preview) => preview.id === previewId);
@@ -40,6 +47,7 @@ async function convertQueued(services: Awaited<ReturnType<typeof world>>, pdf = 
       },
       { staged: [staged] },
     );
+    finish(services, previewId, generation);
   }
 }
 
@@ -132,6 +140,7 @@ describe('PreviewsService', () => {
       message: 'took too long',
       permanent: false,
     });
+    finish(services, row.id, 0);
     await expect(waiting).rejects.toMatchObject({ code: 'preview_failed', headers: {} });
     const again = services.previews.preview(ALICE, services.containerId, doc.id, never);
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -141,6 +150,7 @@ describe('PreviewsService', () => {
       message: 'not a document',
       permanent: true,
     });
+    finish(services, row.id, 1);
     await expect(again).rejects.toMatchObject({ code: 'preview_failed', headers: { 'x-should-retry': 'false' } });
     await expect(services.previews.preview(ALICE, services.containerId, doc.id, never)).rejects.toMatchObject({
       message: expect.stringContaining('corrupt_document'),

@@ -1,16 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError, APP_CONFIG, LOGGER, NO_RETRY_HEADERS, type AppLogger, type GatewayConfig } from '@app/common';
 import { JobBus } from '@app/queue';
-import { JOB, PREVIEW_PIPELINE_VERSION, previewFormatKey, previewTypeOf } from '@app/contracts';
+import { JOB, JOBS, PREVIEW_PIPELINE_VERSION, previewFormatKey, previewTypeOf } from '@app/contracts';
 import { PreviewRepository, type ContainerFileRow, type PreviewRow } from '@app/db';
 import { UnitOfWork } from '@app/lifecycle';
 import { ContainerFilesService } from '../containers/container-files.service';
 import { type Download, Downloads, rebuiltWhenMissing } from '../downloads/downloads';
+import { JobCompletions } from '../jobs/job-completions';
 import { ConverterAvailability } from './converter-availability';
 
-/** How often a waiting request looks at the previews row. */
-const POLL_MS = 100;
 /** What a client over its pending-previews limit waits before it asks again. */
 const PENDING_RETRY_AFTER_SECONDS = 5;
 
@@ -38,6 +36,7 @@ export class PreviewsService {
     @Inject(ConverterAvailability) private readonly converters: ConverterAvailability,
     @Inject(Downloads) private readonly downloads: Downloads,
     @Inject(JobBus) private readonly jobs: JobBus,
+    @Inject(JobCompletions) private readonly completions: JobCompletions,
     @Inject(UnitOfWork) private readonly uow: UnitOfWork,
     @Inject(LOGGER) private readonly logger: AppLogger,
   ) {}
@@ -129,15 +128,21 @@ export class PreviewsService {
     });
   }
 
-  /** Polls the row until it leaves PENDING, the preview timeout passes, or the client goes away. */
+  /**
+   * Waits until the row leaves PENDING (woken when its job finishes; the row decides), the preview timeout
+   * passes, or the client goes away.
+   */
   private async waitFor(principalId: string, pending: PreviewRow, isGone: () => boolean): Promise<PreviewRow> {
-    const deadline = Date.now() + this.config.PREVIEW_TIMEOUT_MS;
     let row = pending;
-    while (Date.now() < deadline && !isGone()) {
-      await sleep(POLL_MS);
-      row = (await this.previews.findForOwner(principalId, pending.id)) ?? row;
-      if (row.status !== 'PENDING') return row;
-    }
-    return row;
+    const jobId = JOBS[JOB.convertPreview].jobId({ previewId: pending.id, generation: pending.generation });
+    const finished = await this.completions.waitFor(jobId, {
+      timeoutMs: this.config.PREVIEW_TIMEOUT_MS,
+      isGone,
+      check: async () => {
+        row = (await this.previews.findForOwner(principalId, pending.id)) ?? row;
+        return row.status === 'PENDING' ? undefined : row;
+      },
+    });
+    return finished ?? row;
   }
 }

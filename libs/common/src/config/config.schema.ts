@@ -179,6 +179,11 @@ export const gatewayConfigSchema = z.object({
   AGENT_TIMEOUT_MS: integer(120_000, 1_000),
   /** How long GET …/files/archive waits for a build before it answers 202 with the progress. */
   ARCHIVE_WAIT_MS: integer(10_000, 0, 120_000),
+  /**
+   * A request waiting for a preview or an archive is woken by the job's completion event; without one (lost in
+   * a Redis blip) it re-reads its row this often, so a lost event delays the answer and never hangs it.
+   */
+  JOB_WAIT_FALLBACK_MS: integer(1_500, 50, 3_600_000),
   /** Per principal, per gateway process: uploads streaming at once (POST /v1/files and container uploads). */
   UHP_MAX_CONCURRENT_UPLOADS: integer(8, 1, 10_000),
   /** Per principal, per gateway process: downloads, previews and archives being served at once. */
