@@ -1,17 +1,105 @@
-import type { CallHandler, INestApplication, NestInterceptor, Type } from '@nestjs/common';
+import {
+  type CallHandler,
+  type DynamicModule,
+  type INestApplication,
+  Module,
+  type NestInterceptor,
+  type Type,
+} from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { finalize, type Observable } from 'rxjs';
+import type { z } from 'zod';
+import { AppConfigModule } from '../config/config.module';
+import { DEV_STORAGE_TOKEN, httpTimeoutsOf } from '../config/config.schema';
+import { loadConfig } from '../config/load-config';
 import { ApiErrorFilter } from '../errors/error.filter';
 import type { DrainLimits } from '../errors/drain';
 import { httpContextMiddleware } from '../logging/http-context.middleware';
-import { PinoNestLogger } from '../logging/logger';
-import { GracefulShutdown } from '../lifecycle/graceful-shutdown';
-import { httpMetrics } from '../metrics/metrics';
+import { createLogger, PinoNestLogger } from '../logging/logger';
+import { LoggingModule } from '../logging/logging.module';
+import { GracefulShutdown, GracefulShutdownModule } from '../lifecycle/graceful-shutdown';
+import { setHeapGrowingPercent } from '../lifecycle/heap-growth';
+import { createMetricsRegistry, httpMetrics, MetricsModule } from '../metrics/metrics';
 import { answerClientError } from './client-error';
+
+/** The part of configuration every service's schema holds (its HTTP server, runtime and logs). */
+interface ServiceConfig {
+  HOST: string;
+  LOG_LEVEL: string;
+  UHP_HEAP_GROWING_PERCENT: number;
+  UHP_IDLE_TIMEOUT_MS: number;
+  UHP_HEADERS_TIMEOUT_MS: number;
+  UHP_KEEP_ALIVE_TIMEOUT_MS: number;
+  SHUTDOWN_GRACE_MS: number;
+  METRICS_PORT: number;
+  STORAGE_TOKEN?: string;
+}
+
+/** What is a service's own; everything else about starting it is the same in all three. */
+export interface ServiceDefinition<S extends z.ZodType<ServiceConfig>> {
+  name: string;
+  schema: S;
+  /** The service's own module, made for its configuration. */
+  module: (config: z.infer<S>) => Type<unknown> | DynamicModule;
+  port: (config: z.infer<S>) => number;
+  /** Checks or completes the configuration before anything starts; throwing refuses the start. */
+  prepare?: (config: z.infer<S>) => void;
+  /** Also serve GET /metrics on the API port. */
+  metricsOnApiPort?: (config: z.infer<S>) => boolean;
+  /** How much of a body nobody read is drained, and for how long, before the connection is closed. */
+  drain?: (config: z.infer<S>) => DrainLimits;
+  configure?: ServeOptions['configure'];
+}
+
+/** A service that reads no large bodies drains little of one before it closes the connection. */
+const SMALL_DRAIN: DrainLimits = { maxBytes: 64 * 1024, timeoutMs: 1_000 };
+
+/**
+ * Starts a service from its definition: configuration validated (a bad one exits with every fault listed),
+ * logs, metrics, graceful shutdown, then serve(). The whole of a service's main.ts is one call to it.
+ */
+export function runService<S extends z.ZodType<ServiceConfig>>(definition: ServiceDefinition<S>): void {
+  const bootLogger = createLogger(definition.name);
+  void startService(definition).catch(exitOnStartFailure(bootLogger));
+}
+
+async function startService<S extends z.ZodType<ServiceConfig>>(definition: ServiceDefinition<S>): Promise<void> {
+  const config: z.infer<S> = loadConfig(definition.schema);
+  setHeapGrowingPercent(config.UHP_HEAP_GROWING_PERCENT);
+  definition.prepare?.(config);
+  const logger = createLogger(definition.name, config.LOG_LEVEL);
+  if (config.STORAGE_TOKEN === DEV_STORAGE_TOKEN)
+    logger.warn('STORAGE_TOKEN is the development default; set a secret one outside a laptop');
+  const registry = createMetricsRegistry(definition.name);
+
+  @Module({
+    imports: [
+      AppConfigModule.forRoot(definition.schema, config),
+      LoggingModule.forRoot(logger),
+      GracefulShutdownModule,
+      MetricsModule.forRoot(registry, { onApiPort: definition.metricsOnApiPort?.(config) }),
+      definition.module(config),
+    ],
+  })
+  class ServiceAppModule {}
+
+  await serve({
+    module: ServiceAppModule,
+    logger,
+    registry,
+    host: config.HOST,
+    port: definition.port(config),
+    http: httpTimeoutsOf(config),
+    shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
+    metricsPort: config.METRICS_PORT,
+    drain: definition.drain?.(config) ?? SMALL_DRAIN,
+    configure: definition.configure,
+  });
+}
 
 export interface ServeOptions {
   module: Type<unknown>;

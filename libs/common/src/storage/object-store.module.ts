@@ -19,6 +19,7 @@ export function storageClientOf(config: StorageClientConfig, logger: AppLogger):
   return new StorageClient({
     baseUrl: config.STORAGE_URL,
     token: config.STORAGE_TOKEN,
+    timeouts: { idleMs: config.UHP_IDLE_TIMEOUT_MS },
     directReads: config.STORAGE_DIRECT_READS
       ? new PresignedUrlReader({
           idleTimeoutMs: config.UHP_IDLE_TIMEOUT_MS,

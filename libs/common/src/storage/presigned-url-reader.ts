@@ -1,7 +1,7 @@
-import { Agent as HttpAgent, type ClientRequest, request as httpRequest, type IncomingMessage } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { Readable } from 'node:stream';
 import { ApiError } from '../errors/api-error';
-import { closedWhileIdle, objectReadOf } from './http-exchange';
+import { HttpClient, readText } from '../http/http.client';
+import { objectReadOf } from './http-exchange';
 import type { ByteRange, ObjectRead } from './object-store';
 
 /** Why a read from S3 failed, for the log: never the URL itself, whose query is a bearer credential. */
@@ -23,12 +23,15 @@ export interface PresignedUrlReaderOptions {
 const unavailable = () => new ApiError('service_unavailable', 'Object storage is unavailable; try again.');
 
 /** S3's error bodies are short XML documents whose `<Code>` names the error. */
-async function s3ErrorCode(res: IncomingMessage): Promise<string | undefined> {
-  let text = '';
-  for await (const chunk of res as AsyncIterable<Buffer>) {
-    if (text.length < 8 * 1024) text += chunk.toString('utf8');
-  }
+async function s3ErrorCode(body: Readable): Promise<string | undefined> {
+  const { text } = await readText(body, 8 * 1024);
   return /<Code>([^<]{1,64})<\/Code>/.exec(text)?.[1];
+}
+
+/** What the log says of a read that got no answer: a stalled S3 in plain words, else the socket error's code. */
+function noAnswerCode(error: NodeJS.ErrnoException): string {
+  if (error.code === 'UND_ERR_HEADERS_TIMEOUT' || error.code === 'UND_ERR_CONNECT_TIMEOUT') return 'S3 read stalled';
+  return error.code ?? error.message;
 }
 
 /**
@@ -37,73 +40,54 @@ async function s3ErrorCode(res: IncomingMessage): Promise<string | undefined> {
  * again per byte). The URL carries no credential beyond one object's read for a few minutes.
  */
 export class PresignedUrlReader {
-  /** No cap on sockets, as with the storage service: each serves one transfer, bounded per principal. */
-  private readonly httpAgent = new HttpAgent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 256 });
-  private readonly httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 256 });
+  /**
+   * The storage client's machinery: the idle limit covers the wait for the answer and every gap in its body,
+   * so a stalled S3 (or a reader that stopped reading for as long, which the gateway's own response watch
+   * cuts too) ends the read. Reads are GETs, retried when the exchange is lost before any answer.
+   */
+  private readonly http: HttpClient;
 
-  constructor(private readonly options: PresignedUrlReaderOptions) {}
-
-  /** Opens the object behind `url`, or one range of it; 404 is not_found, any other failure service_unavailable. */
-  read(url: string, range?: ByteRange): Promise<ObjectRead> {
-    return this.open(new URL(url), range, false);
+  constructor(private readonly options: PresignedUrlReaderOptions) {
+    const idleMs = options.idleTimeoutMs;
+    this.http = new HttpClient({ connectMs: idleMs, headersMs: idleMs, idleMs });
   }
 
-  private open(url: URL, range: ByteRange | undefined, retried: boolean): Promise<ObjectRead> {
+  /** Opens the object behind `url`, or one range of it; 404 is not_found, any other failure service_unavailable. */
+  async read(url: string, range?: ByteRange): Promise<ObjectRead> {
+    const target = new URL(url);
     const failed = (failure: Omit<S3ReadFailure, 'host' | 'path'>) =>
-      this.options.onFailure?.({ host: url.host, path: url.pathname, ...failure });
-    return new Promise<ObjectRead>((resolve, reject) => {
-      const secure = url.protocol === 'https:';
-      const req: ClientRequest = (secure ? httpsRequest : httpRequest)(url, {
+      this.options.onFailure?.({ host: target.host, path: target.pathname, ...failure });
+    const answer = await this.http
+      .send({
         method: 'GET',
-        agent: secure ? this.httpsAgent : this.httpAgent,
+        url: target,
+        idempotent: true,
         headers: range ? { range: `bytes=${range.start}-${range.end}` } : {},
+      })
+      .catch((error: NodeJS.ErrnoException) => {
+        failed({ code: noAnswerCode(error) });
+        throw unavailable();
       });
-      // Covers the wait for the answer and every gap in its body: a stalled S3 (or a reader that stopped
-      // reading for as long, which the gateway's own response watch cuts too) ends the read.
-      req.setTimeout(this.options.idleTimeoutMs, () => req.destroy(new Error('S3 read stalled')));
-      let answered = false;
-      req.on('response', (res) => {
-        answered = true;
-        const read = objectReadOf(res);
-        const expected = range ? range.end - range.start + 1 : undefined;
-        // A store that ignored the Range, or answered another length, would put other bytes under the client's
-        // Content-Length: refused before a byte is sent. (A 200 for a range that is the whole object is fine.)
-        const sameBytes = read?.contentLength === expected && (read?.status === 206 || range?.start === 0);
-        if (read && expected !== undefined && !sameBytes) {
-          res.destroy();
-          failed({ status: read.status, code: `answered ${read.contentLength} bytes for a range of ${expected}` });
-          return reject(unavailable());
-        }
-        if (read) return resolve(read);
-        const status = res.statusCode ?? 502;
-        s3ErrorCode(res).then(
-          (code) => {
-            if (status === 404) return reject(ApiError.notFound('object'));
-            failed({ status, code });
-            reject(unavailable());
-          },
-          () => {
-            failed({ status });
-            reject(unavailable());
-          },
-        );
-      });
-      req.on('error', (error: NodeJS.ErrnoException) => {
-        // Once S3 answered, a failure is the body's: whoever reads it sees the error (and logs it).
-        if (answered) return;
-        if (!retried && closedWhileIdle(req, error)) {
-          resolve(this.open(url, range, true));
-          return;
-        }
-        failed({ code: error.code ?? error.message });
-        reject(unavailable());
-      });
-      req.end();
-    });
+    // Once S3 answered, a failure is the body's: whoever reads it sees the error (and logs it).
+    const read = objectReadOf(answer);
+    const expected = range ? range.end - range.start + 1 : undefined;
+    // A store that ignored the Range, or answered another length, would put other bytes under the client's
+    // Content-Length: refused before a byte is sent. (A 200 for a range that is the whole object is fine.)
+    const sameBytes = read?.contentLength === expected && (read?.status === 206 || range?.start === 0);
+    if (read && expected !== undefined && !sameBytes) {
+      answer.body.destroy();
+      failed({ status: read.status, code: `answered ${read.contentLength} bytes for a range of ${expected}` });
+      throw unavailable();
+    }
+    if (read) return read;
+    const status = answer.statusCode;
+    const code = await s3ErrorCode(answer.body);
+    if (status === 404) throw ApiError.notFound('object');
+    failed({ status, code });
+    throw unavailable();
   }
 
   close(): void {
-    this.httpAgent.destroy();
-    this.httpsAgent.destroy();
+    this.http.close();
   }
 }

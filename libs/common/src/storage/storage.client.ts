@@ -1,5 +1,4 @@
-import { Agent, type IncomingMessage, request } from 'node:http';
-import type { Readable } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
 import {
   type CompletedBlocksReceipt,
   type ComposedObjectReceipt,
@@ -15,8 +14,9 @@ import {
   type StoredObjectReceipt,
 } from '@app/contracts';
 import { ApiError } from '../errors/api-error';
+import { type HttpAnswer, type HttpCall, HttpClient, type HttpClientTimeouts, readText } from '../http/http.client';
 import { currentRequestId, REQUEST_ID_HEADER } from '../logging/request-context';
-import { closedWhileIdle, objectReadOf } from './http-exchange';
+import { objectReadOf } from './http-exchange';
 import { type ByteRange, type ObjectRead, ObjectStore, type PutOptions } from './object-store';
 import type { PresignedUrlReader } from './presigned-url-reader';
 
@@ -28,18 +28,18 @@ export interface StorageClientOptions {
    * it they are relayed by the storage service (for callers that may reach only the storage service).
    */
   directReads?: PresignedUrlReader;
+  timeouts?: Partial<HttpClientTimeouts>;
 }
 
-async function readText(res: IncomingMessage, max = 64 * 1024): Promise<string> {
-  let text = '';
-  for await (const chunk of res) {
-    if (text.length < max) text += chunk.toString('utf8');
-  }
-  return text;
-}
+/**
+ * How long the storage service may work before it answers a call that finishes something on the S3 side
+ * (the last step of an upload, a compose, a hash): reading or joining gigabytes, which S3 may take minutes over.
+ */
+const STORAGE_WORK_HEADERS_TIMEOUT_MS = 15 * 60_000;
 
 const unavailable = () => new ApiError('service_unavailable', 'Object storage is unavailable; try again.');
 
+/** The one error mapping of the storage service's answers: its status and error code to ours. */
 function storageError(status: number, text: string): ApiError {
   let code: string | undefined;
   try {
@@ -61,15 +61,15 @@ function storageError(status: number, text: string): ApiError {
   return unavailable();
 }
 
-/** A JSON answer of the storage service: the document on 200, else the error its status and body name. */
-async function jsonAnswer<T>(res: IncomingMessage): Promise<T> {
-  let text: string;
-  try {
-    text = await readText(res);
-  } catch {
-    throw unavailable();
-  }
-  if (res.statusCode !== 200) throw storageError(res.statusCode ?? 502, text);
+/**
+ * A JSON answer of the storage service: the document on 200, else the error its status and body name. A
+ * refusal decides even when its body is cut short (the storage service drops a connection whose unwanted
+ * upload keeps coming, which may reset the socket before the answer's body is read).
+ */
+async function jsonAnswer<T>(answer: HttpAnswer): Promise<T> {
+  const { text, isComplete } = await readText(answer.body);
+  if (answer.statusCode !== 200) throw storageError(answer.statusCode, text);
+  if (!isComplete) throw unavailable();
   try {
     return JSON.parse(text) as T;
   } catch {
@@ -79,19 +79,16 @@ async function jsonAnswer<T>(res: IncomingMessage): Promise<T> {
 
 /**
  * The object store as the gateway and the worker reach it: a client of the storage service's internal
- * API. Streams both ways; nothing is buffered whole.
+ * API. Streams both ways; nothing is buffered whole. Every call goes through one HttpClient.
  */
 export class StorageClient extends ObjectStore {
-  /**
-   * No cap on sockets: a shared cap is a choke point one tenant's stalled transfers can fill for every
-   * other tenant. Each socket serves one client transfer, bounded per principal by the gateway's limits.
-   */
-  private readonly agent = new Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 256 });
+  private readonly http: HttpClient;
   private readonly base: URL;
 
   constructor(private readonly options: StorageClientOptions) {
     super();
     this.base = new URL(options.baseUrl);
+    this.http = new HttpClient(options.timeouts);
   }
 
   /** Whether reads go straight to S3 (through signed URLs) rather than through the storage service. */
@@ -99,17 +96,24 @@ export class StorageClient extends ObjectStore {
     return this.options.directReads !== undefined;
   }
 
-  private headers(extra: Record<string, string | number> = {}): Record<string, string | number> {
+  /** Sends one call to the storage service; a lost exchange (after the retries idempotent calls get) is unavailable. */
+  private async send(call: Omit<HttpCall, 'url'> & { path: string }): Promise<HttpAnswer> {
     const requestId = currentRequestId();
-    return {
-      authorization: `Bearer ${this.options.token}`,
-      ...(requestId ? { [REQUEST_ID_HEADER]: requestId } : {}),
-      ...extra,
-    };
-  }
-
-  private url(path: string): URL {
-    return new URL(path, this.base);
+    const { path, ...rest } = call;
+    try {
+      return await this.http.send({
+        ...rest,
+        url: new URL(path, this.base),
+        headers: {
+          authorization: `Bearer ${this.options.token}`,
+          ...(requestId ? { [REQUEST_ID_HEADER]: requestId } : {}),
+          ...call.headers,
+        },
+      });
+    } catch (error) {
+      if (call.signal?.aborted) throw call.signal.reason ?? error;
+      throw unavailable();
+    }
   }
 
   /**
@@ -118,7 +122,7 @@ export class StorageClient extends ObjectStore {
    * by then), or with service_unavailable. Aborting `signal` cancels the upload on the storage side.
    */
   put(key: string, body: Readable, opts: PutOptions): Promise<StoredObjectReceipt> {
-    return this.stream(objectsPath(key), body, opts);
+    return this.upload(objectsPath(key), body, opts);
   }
 
   /** Streams one part into a block of an open multipart upload (see ObjectStore.putBlock). */
@@ -129,125 +133,90 @@ export class StorageClient extends ObjectStore {
     body: Readable,
     opts: PutOptions,
   ): Promise<StoredObjectReceipt> {
-    return this.stream(`${multipartPath(key, uploadId)}/blocks/${block}`, body, opts);
+    return this.upload(`${multipartPath(key, uploadId)}/blocks/${block}`, body, opts);
   }
 
-  private stream(path: string, body: Readable, opts: PutOptions): Promise<StoredObjectReceipt> {
-    return new Promise<StoredObjectReceipt>((resolve, reject) => {
-      let settled = false;
-      const settle = (fn: () => void) => {
-        if (settled) return;
-        settled = true;
-        opts.signal?.removeEventListener('abort', onAbort);
-        fn();
+  private async upload(path: string, body: Readable, opts: PutOptions): Promise<StoredObjectReceipt> {
+    if (opts.signal?.aborted) throw opts.signal.reason ?? new Error('upload cancelled');
+    // The caller's stream is relayed, not handed over: the HTTP client destroys the body it sends when the
+    // exchange ends early, and what is left of the caller's stream stays the caller's (an early refusal
+    // leaves it unread, to be drained or answered).
+    const relay = new PassThrough();
+    let onBodyError!: (error: Error) => void;
+    const bodyFailed = new Promise<never>((_, reject) => {
+      onBodyError = (error) => {
+        relay.destroy(error);
+        reject(error);
       };
-      /** A refusal (404, 413 …) seen while we were still sending: it decides, whatever happens to the socket next. */
-      let refusal: { status: number; text: string } | null = null;
-      const refused = () => storageError(refusal!.status, refusal!.text);
-      const req = request(this.url(path), {
-        method: 'PUT',
-        agent: this.agent,
-        headers: this.headers({
-          'content-type': 'application/octet-stream',
-          'transfer-encoding': 'chunked',
-          [STORAGE_HEADER.maxBytes]: opts.maxBytes,
-          ...(opts.contentType ? { [STORAGE_HEADER.contentType]: opts.contentType } : {}),
-        }),
-      });
-      req.on('response', (res) => {
-        const status = res.statusCode ?? 502;
-        if (status === 200) {
-          readText(res)
-            .then((text) => settle(() => resolve(JSON.parse(text) as StoredObjectReceipt)))
-            .catch(() => settle(() => reject(unavailable())));
-          return;
-        }
-        // An early answer arrives while we still write: stop sending. The storage service drops a connection
-        // whose unwanted body keeps coming, so the socket may be reset before the answer's body is read.
-        body.unpipe(req);
-        // Nor is the connection kept: the storage service may be closing it past its drain budget.
-        req.shouldKeepAlive = false;
-        const answer = { status, text: '' };
-        refusal = answer;
-        res.on('data', (chunk: Buffer) => {
-          if (answer.text.length < 64 * 1024) answer.text += chunk.toString('utf8');
-        });
-        res.on('end', () => {
-          req.destroy();
-          settle(() => reject(refused()));
-        });
-        res.on('error', () => settle(() => reject(refused())));
-        res.on('close', () => settle(() => reject(refused())));
-      });
-      req.on('error', () => settle(() => reject(refusal ? refused() : unavailable())));
-      body.on('error', (error) => {
-        req.destroy(error);
-        settle(() => reject(error));
-      });
-      const onAbort = () => {
-        req.destroy(new Error('upload cancelled'));
-        settle(() => reject(opts.signal?.reason ?? new Error('upload cancelled')));
-      };
-      if (opts.signal?.aborted) return onAbort();
-      opts.signal?.addEventListener('abort', onAbort, { once: true });
-      body.pipe(req);
     });
+    body.once('error', onBodyError);
+    body.pipe(relay);
+    try {
+      const answer = await Promise.race([
+        this.send({
+          method: 'PUT',
+          path,
+          body: relay,
+          signal: opts.signal,
+          headersTimeoutMs: STORAGE_WORK_HEADERS_TIMEOUT_MS,
+          headers: {
+            'content-type': 'application/octet-stream',
+            [STORAGE_HEADER.maxBytes]: String(opts.maxBytes),
+            ...(opts.contentType ? { [STORAGE_HEADER.contentType]: opts.contentType } : {}),
+          },
+        }),
+        bodyFailed,
+      ]);
+      // An early answer (a refusal) arrives while we still write: stop sending.
+      if (answer.statusCode !== 200) body.unpipe(relay);
+      return await Promise.race([jsonAnswer<StoredObjectReceipt>(answer), bodyFailed]);
+    } catch (error) {
+      throw opts.signal?.aborted ? (opts.signal.reason ?? error) : error;
+    } finally {
+      body.unpipe(relay);
+      body.off('error', onBodyError);
+    }
   }
 
   /** Opens the object (or one byte range of it) as a stream. */
   async get(key: string, range?: ByteRange): Promise<ObjectRead> {
     const reader = this.options.directReads;
-    if (!reader) return this.open(key, range, false);
-    const { url } = await this.fetchJson<ObjectReadUrl>(readUrlPath(key), false);
+    if (!reader) return this.open(key, range);
+    const { url } = await this.fetchJson<ObjectReadUrl>(readUrlPath(key));
     return reader.read(url, range);
   }
 
-  private fetchJson<T>(path: string, retried: boolean): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const req = request(this.url(path), { method: 'GET', agent: this.agent, headers: this.headers() });
-      req.on('response', (res) => jsonAnswer<T>(res).then(resolve, reject));
-      req.on('error', (error) => {
-        if (!retried && closedWhileIdle(req, error)) resolve(this.fetchJson<T>(path, true));
-        else reject(unavailable());
-      });
-      req.end();
-    });
+  private async fetchJson<T>(path: string): Promise<T> {
+    return jsonAnswer<T>(await this.send({ method: 'GET', path, idempotent: true }));
   }
 
-  private open(key: string, range: ByteRange | undefined, retried: boolean): Promise<ObjectRead> {
-    return new Promise<ObjectRead>((resolve, reject) => {
-      const headers = this.headers(range ? { range: `bytes=${range.start}-${range.end}` } : {});
-      const req = request(this.url(objectsPath(key)), { method: 'GET', agent: this.agent, headers });
-      req.on('response', (res) => {
-        const read = objectReadOf(res);
-        if (read) return resolve(read);
-        readText(res).then((text) => reject(storageError(res.statusCode ?? 502, text)), reject);
-      });
-      req.on('error', (error) => {
-        if (!retried && closedWhileIdle(req, error)) resolve(this.open(key, range, true));
-        else reject(unavailable());
-      });
-      req.end();
+  private async open(key: string, range: ByteRange | undefined): Promise<ObjectRead> {
+    const answer = await this.send({
+      method: 'GET',
+      path: objectsPath(key),
+      idempotent: true,
+      headers: range ? { range: `bytes=${range.start}-${range.end}` } : {},
     });
+    const read = objectReadOf(answer);
+    if (read) return read;
+    throw storageError(answer.statusCode, (await readText(answer.body)).text);
   }
 
   /** Asks the storage service to compose `key` from `sources` (it may take a while: it hashes the result). */
   compose(key: string, sources: ComposeSource[], contentType?: string): Promise<ComposedObjectReceipt> {
-    return this.post(composePath(key), { sources, contentType });
+    return this.post(composePath(key), { sources, contentType }, { isWork: true });
   }
 
-  /** Asks the storage service to read the object once and measure it. */
+  /** Asks the storage service to read the object once and measure it (a read: safe to send again). */
   hash(key: string, options: { md5?: boolean } = {}): Promise<HashedObjectReceipt> {
-    return this.post(hashPath(key), { md5: options.md5 ?? true });
+    return this.post(hashPath(key), { md5: options.md5 ?? true }, { isWork: true, idempotent: true });
   }
 
   async openMultipart(key: string, contentType: string): Promise<string> {
     const { uploadId } = await this.post<{ uploadId: string }>(
       multipartPath(key),
       {},
-      {
-        [STORAGE_HEADER.contentType]: contentType,
-      },
+      { headers: { [STORAGE_HEADER.contentType]: contentType } },
     );
     return uploadId;
   }
@@ -258,7 +227,7 @@ export class StorageClient extends ObjectStore {
     blocks: number[] | 'all',
     lastSource?: string,
   ): Promise<CompletedBlocksReceipt> {
-    return this.post(multipartPath(key, uploadId, 'complete'), { blocks, lastSource });
+    return this.post(multipartPath(key, uploadId, 'complete'), { blocks, lastSource }, { isWork: true });
   }
 
   async abortMultipart(key: string, uploadId: string): Promise<void> {
@@ -267,18 +236,24 @@ export class StorageClient extends ObjectStore {
       throw new ApiError('service_unavailable', `storage answered ${status} to an abort`);
   }
 
-  private post<T>(path: string, json: unknown, extraHeaders: Record<string, string> = {}): Promise<T> {
-    const body = Buffer.from(JSON.stringify(json));
-    return new Promise<T>((resolve, reject) => {
-      const req = request(this.url(path), {
-        method: 'POST',
-        agent: this.agent,
-        headers: this.headers({ 'content-type': 'application/json', 'content-length': body.length, ...extraHeaders }),
-      });
-      req.on('response', (res) => jsonAnswer<T>(res).then(resolve, reject));
-      req.on('error', () => reject(unavailable()));
-      req.end(body);
+  /**
+   * A JSON call. `isWork`: the storage service answers after its work on the S3 side, so the wait for the
+   * answer gets the longer limit. `idempotent`: repeating it changes nothing, so a lost exchange is retried.
+   */
+  private async post<T>(
+    path: string,
+    json: unknown,
+    call: { headers?: Record<string, string>; isWork?: boolean; idempotent?: boolean } = {},
+  ): Promise<T> {
+    const answer = await this.send({
+      method: 'POST',
+      path,
+      body: Buffer.from(JSON.stringify(json)),
+      headers: { 'content-type': 'application/json', ...call.headers },
+      idempotent: call.idempotent,
+      ...(call.isWork ? { headersTimeoutMs: STORAGE_WORK_HEADERS_TIMEOUT_MS } : {}),
     });
+    return jsonAnswer<T>(answer);
   }
 
   /** Deletes the object; a missing object counts as deleted. */
@@ -293,24 +268,15 @@ export class StorageClient extends ObjectStore {
     if (status !== 200) throw new Error(`storage service /readyz answered ${status}`);
   }
 
-  private simple(method: string, path: string, retried = false): Promise<number> {
-    return new Promise<number>((resolve, reject) => {
-      const req = request(this.url(path), { method, agent: this.agent, headers: this.headers() });
-      req.on('response', (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 502));
-        res.on('error', reject);
-      });
-      req.on('error', (error) => {
-        if (!retried && closedWhileIdle(req, error)) resolve(this.simple(method, path, true));
-        else reject(error);
-      });
-      req.end();
-    });
+  /** An idempotent call whose status is all the answer says. */
+  private async simple(method: 'GET' | 'DELETE', path: string): Promise<number> {
+    const answer = await this.send({ method, path, idempotent: true });
+    await answer.body.dump().catch(() => undefined);
+    return answer.statusCode;
   }
 
   close(): void {
-    this.agent.destroy();
+    this.http.close();
     this.options.directReads?.close();
   }
 }
