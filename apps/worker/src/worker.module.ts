@@ -5,6 +5,7 @@ import { LifecycleModule } from '@app/lifecycle';
 import { QueueModule, queueingServiceHealth } from '@app/queue';
 import { ArchivesModule } from './archives/archives.module';
 import { JobMetricsModule } from './jobs/job-metrics';
+import { QueueProcessorModule } from './jobs/queue-processor';
 import { PreviewConverters } from './previews/preview-converters.provider';
 import { PreviewsModule } from './previews/previews.module';
 import { PurgeModule } from './purge/purge.module';
@@ -36,6 +37,7 @@ export class WorkerModule {
         QueueModule.forRoot({ failFastOnRedisDown: false }),
         LifecycleModule,
         JobMetricsModule,
+        QueueProcessorModule,
         ...(previews ? [PreviewsModule] : []),
         ...(queues.has('archive') ? [ArchivesModule] : []),
         ...(queues.has('purge') ? [PurgeModule] : []),
