@@ -15,8 +15,8 @@ export interface CompletionWait<T> {
 /** `isGone` is a flag, not an event: it is looked at this often (no I/O). */
 const GONE_CHECK_MS = 100;
 /**
- * A failure can be announced before its row commits (the archive worker records the last failure in its
- * own failed-event handler): a wake-up that finds the row unchanged looks once more this soon.
+ * A wake-up that finds the row unchanged (an attempt failed and will be retried, or a worker that marks its
+ * row after announcing) looks once more this soon.
  */
 const SETTLE_MS = 250;
 
