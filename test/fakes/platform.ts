@@ -13,8 +13,8 @@ import {
   MIN_BLOCK_BYTES,
   type StoredObjectReceipt,
 } from '@app/contracts';
-import { UploadRepository } from '@app/db';
-import { ObjectStager, UnitOfWork, Work, type RunOptions, type StagedObject } from '@app/lifecycle';
+import { Transactions, UploadRepository, type TransactionRepositories } from '@app/db';
+import { ObjectStager, TransactionalUnitOfWork } from '@app/lifecycle';
 import { Memory, UNBOUND } from './memory';
 import {
   MemoryArchives,
@@ -174,86 +174,43 @@ export class RecordingJobBus extends JobBus {
   }
 }
 
-class MemoryWork extends Work {
-  readonly files: MemoryFiles;
-  readonly sessions: MemorySessions;
-  readonly containers: MemoryContainers;
-  readonly containerFiles: MemoryContainerFiles;
-  readonly responses: MemoryResponses;
-  readonly previews: MemoryPreviews;
-  readonly archives: MemoryArchives;
-  /** Not faked: the uploads are proven against Postgres (test/e2e/uploads.test.ts). */
-  readonly uploads = new UploadRepository(UNBOUND as never);
-  private readonly objects: MemoryStoredObjects;
-  readonly adopted = new Set<string>();
-  readonly purging: string[] = [];
-
-  constructor(memory: Memory) {
-    super();
-    this.files = new MemoryFiles(memory);
-    this.sessions = new MemorySessions(memory);
-    this.containers = new MemoryContainers(memory);
-    this.containerFiles = new MemoryContainerFiles(memory);
-    this.responses = new MemoryResponses(memory);
-    this.previews = new MemoryPreviews(memory);
-    this.archives = new MemoryArchives(memory);
-    this.objects = new MemoryStoredObjects(memory);
-  }
-
-  async adopt(object: StagedObject): Promise<void> {
-    await this.objects.markReady(object.principalId, object.id, object.bytes, object.sha256);
-    this.adopted.add(object.id);
-  }
-
-  retain(principalId: string, objectId: string): Promise<boolean> {
-    return this.objects.retain(principalId, objectId);
-  }
-
-  async release(objectIds: string[]): Promise<void> {
-    this.purging.push(...(await this.objects.release(objectIds)));
-  }
-}
-
 /**
- * The unit of work over the in-memory tables: a rollback restores the snapshot taken at its start, and
- * staged objects are discarded by the real ObjectStager, as in production. Works run one at a time.
+ * Transactions over the in-memory tables: a rollback restores the snapshot taken at its start. They run one
+ * at a time. The unit of work over them is the production one (TransactionalUnitOfWork).
  */
-export class MemoryUnitOfWork extends UnitOfWork {
+export class MemoryTransactions extends Transactions {
   private queue: Promise<unknown> = Promise.resolve();
-  commits = 0;
-  rollbacks = 0;
 
-  constructor(
-    private readonly memory: Memory,
-    private readonly stager: ObjectStager,
-    private readonly jobs: JobBus,
-  ) {
+  constructor(private readonly memory: Memory) {
     super();
   }
 
-  run<T>(fn: (work: Work) => Promise<T>, options: RunOptions = {}): Promise<T> {
-    const next = this.queue.then(() => this.runNow(fn, options));
+  run<T>(fn: (repositories: TransactionRepositories) => Promise<T>): Promise<T> {
+    const next = this.queue.then(() => this.runNow(fn));
     this.queue = next.catch(() => undefined);
     return next;
   }
 
-  private async runNow<T>(fn: (work: Work) => Promise<T>, options: RunOptions): Promise<T> {
-    const staged = options.staged ?? [];
+  private async runNow<T>(fn: (repositories: TransactionRepositories) => Promise<T>): Promise<T> {
     const snapshot = this.memory.snapshot();
-    const work = new MemoryWork(this.memory);
-    let result: T;
+    const memory = this.memory;
     try {
-      result = await fn(work);
+      return await fn({
+        files: new MemoryFiles(memory),
+        sessions: new MemorySessions(memory),
+        containers: new MemoryContainers(memory),
+        containerFiles: new MemoryContainerFiles(memory),
+        responses: new MemoryResponses(memory),
+        previews: new MemoryPreviews(memory),
+        archives: new MemoryArchives(memory),
+        /** Not faked: the uploads are proven against Postgres (test/e2e/uploads.test.ts). */
+        uploads: new UploadRepository(UNBOUND as never),
+        objects: new MemoryStoredObjects(memory),
+      });
     } catch (error) {
       this.memory.restore(snapshot);
-      this.rollbacks++;
-      await this.stager.discard(staged);
       throw error;
     }
-    this.commits++;
-    await this.stager.discard(staged.filter((object) => !work.adopted.has(object.id)));
-    await this.jobs.purge(work.purging);
-    return result;
   }
 }
 
@@ -264,7 +221,8 @@ export function inMemoryPlatform() {
   const jobs = new RecordingJobBus();
   const objects = new MemoryStoredObjects(memory);
   const stager = new ObjectStager(objects, store, jobs, silentLogger);
-  const uow = new MemoryUnitOfWork(memory, stager, jobs);
+  const transactions = new MemoryTransactions(memory);
+  const uow = new TransactionalUnitOfWork(transactions, stager, jobs);
   return {
     memory,
     store,

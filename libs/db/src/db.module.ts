@@ -14,7 +14,7 @@ import { ResponseRepository } from './repositories/response.repository';
 import { SessionRepository } from './repositories/session.repository';
 import { StoredObjectRepository } from './repositories/stored-object.repository';
 import { UploadRepository } from './repositories/upload.repository';
-import { Transactions } from './transactions';
+import { PrismaTransactions, Transactions } from './transactions';
 
 const REPOSITORIES: Array<new (db: PrismaService) => unknown> = [
   StoredObjectRepository,
@@ -34,7 +34,13 @@ const REPOSITORIES: Array<new (db: PrismaService) => unknown> = [
 /** Postgres through Prisma: the repositories and transactions over them, for any app whose config has DATABASE_URL. */
 @Global()
 @Module({
-  providers: [prismaProvider, PrismaLifecycle, DatabaseHealth, ...REPOSITORIES.map(repository), Transactions],
+  providers: [
+    prismaProvider,
+    PrismaLifecycle,
+    DatabaseHealth,
+    ...REPOSITORIES.map(repository),
+    { provide: Transactions, useClass: PrismaTransactions },
+  ],
   exports: [DatabaseHealth, ...REPOSITORIES, Transactions],
 })
 export class DbModule {}

@@ -37,10 +37,17 @@ function repositoriesOf(tx: Db): TransactionRepositories {
   };
 }
 
-/** Runs a function in one Postgres transaction: it commits when the function resolves, rolls back when it throws. */
+/** Runs a function in one transaction: it commits when the function resolves, rolls back when it throws. */
+export abstract class Transactions {
+  abstract run<T>(fn: (repositories: TransactionRepositories) => Promise<T>): Promise<T>;
+}
+
+/** Transactions of Postgres, through the process's Prisma client. */
 @Injectable()
-export class Transactions {
-  constructor(@Inject(PrismaService) private readonly prisma: PrismaService) {}
+export class PrismaTransactions extends Transactions {
+  constructor(@Inject(PrismaService) private readonly prisma: PrismaService) {
+    super();
+  }
 
   run<T>(fn: (repositories: TransactionRepositories) => Promise<T>): Promise<T> {
     return this.prisma.$transaction((tx) => fn(repositoriesOf(tx)));
