@@ -7,6 +7,7 @@ import { previewRepositoryContract } from './preview-repository.contract';
 import { responseRepositoryContract } from './response-repository.contract';
 import { sessionRepositoryContract } from './session-repository.contract';
 import { storedObjectRepositoryContract } from './stored-object-repository.contract';
+import { transactionsContract } from './transactions.contract';
 import { type ContractSubject, type Repositories, Seeds } from './subject';
 
 /** One implementation of every port, fresh or shared, and what to do after each test. */
@@ -34,4 +35,5 @@ export function repositoryContracts(make: RepositoriesFactory) {
   previewRepositoryContract(on((r) => r.previews));
   archiveRepositoryContract(on((r) => ({ archives: r.archives, sessions: r.sessions })));
   converterStatusRepositoryContract(on((r) => r.converterStatus));
+  transactionsContract(on((r) => ({ transactions: r.transactions, files: r.files })));
 }

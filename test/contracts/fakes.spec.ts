@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Memory } from '../fakes/memory';
+import { MemoryTransactions } from '../fakes/platform';
 import * as fakes from '../fakes/repositories';
 import { repositoryContracts } from './contracts';
 import type { Repositories } from './subject';
@@ -16,6 +17,7 @@ function memoryRepositories(memory = new Memory()): Repositories {
     previews: new fakes.MemoryPreviews(memory),
     archives: new fakes.MemoryArchives(memory),
     converterStatus: new fakes.MemoryConverterStatus(memory),
+    transactions: new MemoryTransactions(memory),
   };
 }
 

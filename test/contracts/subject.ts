@@ -16,6 +16,7 @@ import type {
   SessionRepository,
   StoredObjectRepository,
   StoredObjectRow,
+  Transactions,
 } from '@app/db';
 
 /** One implementation of every port that has a fake: the Prisma repositories, or the in-memory ones. */
@@ -29,6 +30,7 @@ export interface Repositories {
   previews: PreviewRepository;
   archives: ArchiveRepository;
   converterStatus: ConverterStatusRepository;
+  transactions: Transactions;
 }
 
 export const SHA = 'ab'.repeat(32);

@@ -8,6 +8,7 @@ import {
   PreviewRepository,
   ResponseRepository,
   SessionRepository,
+  PrismaTransactions,
   StoredObjectRepository,
 } from '@app/db';
 import { PrismaService } from '@app/db/prisma';
@@ -27,6 +28,7 @@ const repos: Repositories = {
   previews: new PreviewRepository(prisma),
   archives: new ArchiveRepository(prisma),
   converterStatus: new ConverterStatusRepository(prisma),
+  transactions: new PrismaTransactions(prisma),
 };
 
 afterAll(() => prisma.$disconnect());
