@@ -64,3 +64,44 @@ describe('StorageClient: a refusal that arrives while the body is still being se
     expect(codes.filter((_, i) => i % 2 === 1)).toEqual(Array(12).fill('file_too_large'));
   });
 });
+
+describe('StorageClient: a put cancelled by its caller while it streams', () => {
+  let server: Server;
+  let client: StorageClient;
+
+  beforeAll(async () => {
+    // Reads the body slowly and never answers: only the caller can end the exchange.
+    server = createServer((req) => req.on('data', () => undefined));
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as AddressInfo;
+    client = new StorageClient({ baseUrl: `http://127.0.0.1:${port}`, token: 'test' });
+  });
+
+  afterAll(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+
+  it('rejects with the signal’s reason, and the caller’s stream failing afterwards ends nothing else', async () => {
+    const stop = new AbortController();
+    const body = new Readable({ read() {} });
+    body.push(Buffer.alloc(64 * 1024, 1));
+    const uncaught: unknown[] = [];
+    const onUncaught = (error: unknown) => uncaught.push(error);
+    process.on('uncaughtException', onUncaught);
+    try {
+      const put = client.put('objects/cancelled', body, { maxBytes: 1 << 30, signal: stop.signal });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const reason = new Error('the session changed during the build');
+      // As the archive builder does: the signal aborts, then the ZIP stream it was writing fails.
+      stop.abort(reason);
+      body.destroy(new Error('the ZIP writer failed'));
+      await expect(put).rejects.toBe(reason);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(uncaught).toEqual([]);
+    } finally {
+      process.off('uncaughtException', onUncaught);
+    }
+  });
+});

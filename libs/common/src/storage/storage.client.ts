@@ -142,6 +142,9 @@ export class StorageClient extends ObjectStore {
     // exchange ends early, and what is left of the caller's stream stays the caller's (an early refusal
     // leaves it unread, to be drained or answered).
     const relay = new PassThrough();
+    // The relay fails only with the caller's stream or the exchange, and each of those rejects this call; once
+    // the exchange is over nobody else listens, and an 'error' with no listener would end the process.
+    relay.on('error', () => undefined);
     let onBodyError!: (error: Error) => void;
     const bodyFailed = new Promise<never>((_, reject) => {
       onBodyError = (error) => {
@@ -149,7 +152,9 @@ export class StorageClient extends ObjectStore {
         reject(error);
       };
     });
-    body.once('error', onBodyError);
+    // Kept for the stream's life: a caller may fail its stream after this call settled (a build stopped
+    // mid-write), and with no listener that error would end the process.
+    body.on('error', onBodyError);
     body.pipe(relay);
     try {
       const answer = await Promise.race([
@@ -174,7 +179,6 @@ export class StorageClient extends ObjectStore {
       throw opts.signal?.aborted ? (opts.signal.reason ?? error) : error;
     } finally {
       body.unpipe(relay);
-      body.off('error', onBodyError);
     }
   }
 
