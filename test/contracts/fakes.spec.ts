@@ -1,21 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { Memory } from '../fakes/memory';
-import { MemoryTransactions } from '../fakes/platform';
+import { MemoryTransactions, memoryRepositories } from '../fakes/platform';
 import * as fakes from '../fakes/repositories';
 import { repositoryContracts } from './contracts';
 import type { Repositories } from './subject';
 
 /** The fakes the service specs build on, held to the contracts the Prisma repositories pass. */
-function memoryRepositories(memory = new Memory()): Repositories {
+function allFakes(memory = new Memory()): Repositories {
   return {
-    objects: new fakes.MemoryStoredObjects(memory),
-    files: new fakes.MemoryFiles(memory),
-    sessions: new fakes.MemorySessions(memory),
-    containers: new fakes.MemoryContainers(memory),
-    containerFiles: new fakes.MemoryContainerFiles(memory),
-    responses: new fakes.MemoryResponses(memory),
-    previews: new fakes.MemoryPreviews(memory),
-    archives: new fakes.MemoryArchives(memory),
+    ...memoryRepositories(memory),
     converterStatus: new fakes.MemoryConverterStatus(memory),
     transactions: new MemoryTransactions(memory),
   };
@@ -23,12 +16,12 @@ function memoryRepositories(memory = new Memory()): Repositories {
 
 describe('in-memory repositories (test/fakes)', () => {
   it('every fake repository is held to a contract', () => {
-    const covered = Object.values(memoryRepositories()).map((repo) => repo.constructor);
+    const covered = Object.values(allFakes()).map((repo) => repo.constructor);
     const faked = Object.values(fakes).filter(
       (value) => typeof value === 'function' && value.name.startsWith('Memory'),
     );
     expect(faked.filter((fake) => !covered.includes(fake)).map((fake) => fake.name)).toEqual([]);
   });
 
-  repositoryContracts(async () => ({ repos: memoryRepositories(), cleanup: async () => undefined }));
+  repositoryContracts(async () => ({ repos: allFakes(), cleanup: async () => undefined }));
 });

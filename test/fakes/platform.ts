@@ -193,19 +193,11 @@ export class MemoryTransactions extends Transactions {
 
   private async runNow<T>(fn: (repositories: TransactionRepositories) => Promise<T>): Promise<T> {
     const snapshot = this.memory.snapshot();
-    const memory = this.memory;
     try {
       return await fn({
-        files: new MemoryFiles(memory),
-        sessions: new MemorySessions(memory),
-        containers: new MemoryContainers(memory),
-        containerFiles: new MemoryContainerFiles(memory),
-        responses: new MemoryResponses(memory),
-        previews: new MemoryPreviews(memory),
-        archives: new MemoryArchives(memory),
+        ...memoryRepositories(this.memory),
         /** Not faked: the uploads are proven against Postgres (test/e2e/uploads.test.ts). */
         uploads: new UploadRepository(UNBOUND as never),
-        objects: new MemoryStoredObjects(memory),
       });
     } catch (error) {
       this.memory.restore(snapshot);
@@ -214,22 +206,10 @@ export class MemoryTransactions extends Transactions {
   }
 }
 
-/** A whole platform in memory: tables, bytes, queue, stager and unit of work, and the repositories outside it. */
-export function inMemoryPlatform() {
-  const memory = new Memory();
-  const store = new InMemoryObjectStore();
-  const jobs = new RecordingJobBus();
-  const objects = new MemoryStoredObjects(memory);
-  const stager = new ObjectStager(objects, store, jobs, silentLogger);
-  const transactions = new MemoryTransactions(memory);
-  const uow = new TransactionalUnitOfWork(transactions, stager, jobs);
+/** The in-memory repositories over one set of tables (the fakes the contracts in test/contracts hold). */
+export function memoryRepositories(memory: Memory) {
   return {
-    memory,
-    store,
-    jobs,
-    stager,
-    uow,
-    objects,
+    objects: new MemoryStoredObjects(memory),
     files: new MemoryFiles(memory),
     sessions: new MemorySessions(memory),
     containers: new MemoryContainers(memory),
@@ -237,6 +217,24 @@ export function inMemoryPlatform() {
     responses: new MemoryResponses(memory),
     previews: new MemoryPreviews(memory),
     archives: new MemoryArchives(memory),
+  };
+}
+
+/** A whole platform in memory: tables, bytes, queue, stager and unit of work, and the repositories outside it. */
+export function inMemoryPlatform() {
+  const memory = new Memory();
+  const store = new InMemoryObjectStore();
+  const jobs = new RecordingJobBus();
+  const repositories = memoryRepositories(memory);
+  const stager = new ObjectStager(repositories.objects, store, jobs, silentLogger);
+  const uow = new TransactionalUnitOfWork(new MemoryTransactions(memory), stager, jobs);
+  return {
+    memory,
+    store,
+    jobs,
+    stager,
+    uow,
+    ...repositories,
     converterStatus: new MemoryConverterStatus(memory),
   };
 }
