@@ -121,6 +121,19 @@ describe.each(CI_VALUES)('ci/%s-values.yaml', (values) => {
     );
   });
 
+  it('the secret checksum comes from values: one value in every pod, the same in every render, and a changed secret value rolls the pods', async () => {
+    if (values !== 'minimal') return;
+    const checksums = (rendered: K8sObject[]) =>
+      deployments(rendered).map((deployment) => deployment.spec.template.metadata.annotations!['checksum/secret']);
+    const first = checksums(objects());
+    expect(new Set(first).size).toBe(1);
+    // The Secret's generated storage token differs between the two renders; the checksum must not.
+    const again = await render({ values });
+    expect(checksums(again)).toEqual(first);
+    const changed = await render({ values, set: { apiKeys: 'ops=sk_live_changed_0123456789' } });
+    expect(new Set(checksums(changed))).not.toContain(first[0]);
+  });
+
   it('storage: ClusterIP only, never an Ingress backend, reachable only from gateway and worker pods (+ metrics)', () => {
     const service = named<K8sObject & { spec: { type: string } }>(objects(), 'Service', 'uhp-uhp-files-storage');
     expect(service.spec.type).toBe('ClusterIP');

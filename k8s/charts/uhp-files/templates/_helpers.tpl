@@ -183,12 +183,22 @@ topologySpreadConstraints:
 {{- end }}
 {{- end -}}
 
-{{/* checksum/secret: the chart's Secret, or the name and keys of an existing one (its content is not visible here). */}}
+{{/*
+checksum/secret: computed from values, never from the rendered Secret, whose generated storage token differs
+between renders (and between Argo CD syncs, which have no lookup): every pod of one render, and every render
+of the same values, carries the same checksum. For an existing Secret: its name and keys (its content is not
+visible here).
+*/}}
 {{- define "uhp.secretChecksum" -}}
 {{- if .Values.existingSecret -}}
 {{- printf "%s/%s" .Values.existingSecret (toJson .Values.secretKeys) | sha256sum -}}
 {{- else -}}
-{{- include (print .Template.BasePath "/secret.yaml") . | sha256sum -}}
+{{- $inputs := dict "keys" .Values.secretKeys "databaseUrl" .Values.database.url "storageToken" (.Values.storageToken | default "")
+  "apiKeys" .Values.apiKeys "redisAuth" .Values.redis.auth "redisPassword" (.Values.redis.password | default "")
+  "s3StaticCredentials" .Values.s3.staticCredentials "s3AccessKeyId" (.Values.s3.accessKeyId | default "")
+  "s3SecretAccessKey" (.Values.s3.secretAccessKey | default "") "agentHttpUrl" (.Values.agent.httpUrl | default "")
+  "agentHttpToken" (.Values.agent.httpToken | default "") -}}
+{{- toJson $inputs | sha256sum -}}
 {{- end -}}
 {{- end -}}
 
