@@ -11,7 +11,8 @@ import {
   S3ServiceException,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import { Agent } from 'node:http';
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
 import { Readable } from 'node:stream';
 import { staticS3CredentialsOf, type StorageConfig } from '@app/common';
 import type { ComposeSource } from '@app/contracts';
@@ -27,6 +28,18 @@ import {
 } from './multipart-upload';
 import { PartBufferPool } from './part-buffer-pool';
 import { lastPartOf } from './last-part';
+
+/**
+ * The connections to S3, for an `http` and an `https` endpoint alike: kept alive, and at most S3_MAX_SOCKETS of
+ * them (each download and each part in flight holds one).
+ */
+export function s3AgentsOf(config: Pick<StorageConfig, 'S3_MAX_SOCKETS'>): {
+  httpAgent: HttpAgent;
+  httpsAgent: HttpsAgent;
+} {
+  const options = { keepAlive: true, maxSockets: config.S3_MAX_SOCKETS };
+  return { httpAgent: new HttpAgent(options), httpsAgent: new HttpsAgent(options) };
+}
 
 export interface ObjectRead {
   body: Readable;
@@ -55,12 +68,12 @@ export class S3ObjectClient {
       endpoint: config.S3_ENDPOINT,
       region: config.S3_REGION,
       forcePathStyle: config.S3_FORCE_PATH_STYLE,
-      // Absent: the SDK's default chain (IRSA, Workload Identity, instance roles).
+      // Absent: the SDK's default chain (IRSA, EKS Pod Identity, instance roles).
       credentials: staticS3CredentialsOf(config),
       // Checksums on every part would cost a second pass over each byte; we hash once ourselves.
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
-      requestHandler: { httpAgent: new Agent({ keepAlive: true, maxSockets: config.S3_MAX_SOCKETS }) },
+      requestHandler: s3AgentsOf(config),
     });
     // Bodies we send are hashed once by us (SHA-256 of the whole object) on their way in; SigV4's own
     // payload hash would be a second pass over every byte here and a third in the S3 server.
