@@ -58,7 +58,7 @@ describe('loadConfig', () => {
 });
 
 describe('S3 credentials', () => {
-  it('are optional: with neither key the AWS SDK default chain is used (IRSA, Workload Identity)', () => {
+  it('are optional: with neither key the AWS SDK default chain is used (IRSA, EKS Pod Identity)', () => {
     const config = loadConfig(storageConfigSchema, {});
     expect(config.S3_ACCESS_KEY_ID).toBeUndefined();
     expect(config.S3_SECRET_ACCESS_KEY).toBeUndefined();
