@@ -206,3 +206,27 @@ visible here).
 {{- define "uhp.concurrencyVar" -}}
 {{- get (dict "preview" "PREVIEW_CONCURRENCY" "archive" "ARCHIVE_CONCURRENCY" "purge" "PURGE_CONCURRENCY") . -}}
 {{- end -}}
+
+{{/*
+The worker pools, each completed from workers.poolDefaults: a field the pool sets wins; the maps resources, env,
+keda and hpa merge key by key. Set by hand, not with mergeOverwrite, which would not let a pool's false or 0
+override a default. Returned as JSON: range over `include "uhp.pools" $ | fromJsonArray`.
+*/}}
+{{- define "uhp.pools" -}}
+{{- $defaults := .Values.workers.poolDefaults -}}
+{{- $pools := list -}}
+{{- range $pool := .Values.workers.pools -}}
+{{- $merged := deepCopy $defaults -}}
+{{- range $key, $value := $pool -}}
+{{- if and (has $key (list "resources" "env" "keda" "hpa")) (kindIs "map" $value) -}}
+{{- $sub := deepCopy (get $merged $key | default dict) -}}
+{{- range $k, $v := $value }}{{ $_ := set $sub $k $v }}{{ end -}}
+{{- $_ := set $merged $key $sub -}}
+{{- else -}}
+{{- $_ := set $merged $key $value -}}
+{{- end -}}
+{{- end -}}
+{{- $pools = append $pools $merged -}}
+{{- end -}}
+{{- toJson $pools -}}
+{{- end -}}
