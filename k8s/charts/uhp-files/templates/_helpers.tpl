@@ -105,6 +105,9 @@ app.kubernetes.io/part-of: uhp-files
     secretKeyRef:
       name: {{ .secretName | default (include "uhp.secretName" .root) }}
       key: {{ get .root.Values.secretKeys .key }}
+      {{- if .optional }}
+      optional: true
+      {{- end }}
 {{- end -}}
 
 {{/*
@@ -229,4 +232,27 @@ override a default. Returned as JSON: range over `include "uhp.pools" $ | fromJs
 {{- $pools = append $pools $merged -}}
 {{- end -}}
 {{- toJson $pools -}}
+{{- end -}}
+
+{{/* A CPU HorizontalPodAutoscaler of a component's Deployment: (dict "root" $ "component" "gateway" "hpa" $v.gateway.hpa) */}}
+{{- define "uhp.cpuHpa" -}}
+{{- $ctx := dict "root" .root "component" .component -}}
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: {{ include "uhp.componentName" $ctx }}
+  labels:
+    {{- include "uhp.labels" $ctx | nindent 4 }}
+spec:
+  scaleTargetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: {{ include "uhp.componentName" $ctx }}
+  minReplicas: {{ .hpa.minReplicas }}
+  maxReplicas: {{ .hpa.maxReplicas }}
+  metrics:
+    - type: Resource
+      resource:
+        name: cpu
+        target: { type: Utilization, averageUtilization: {{ .hpa.targetCPUUtilizationPercentage }} }
 {{- end -}}
