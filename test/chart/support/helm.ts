@@ -82,7 +82,7 @@ function helmArgs(options: RenderOptions): string[] {
   ];
 }
 
-const HELM_ENV = {
+export const HELM_ENV = {
   ...process.env,
   // No repository config, cache or plugins of the user's: everything helm touches stays in a scratch dir.
   HELM_CACHE_HOME: join(ROOT, 'node_modules/.cache/uhp-helm/home/cache'),

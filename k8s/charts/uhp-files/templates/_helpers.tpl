@@ -51,7 +51,8 @@ app.kubernetes.io/part-of: uhp-files
 {{- define "uhp.image" -}}
 {{- $v := .root.Values.image -}}
 {{- $repository := printf "%s-%s" $v.repository .component -}}
-{{- if $v.registry }}{{ $repository = printf "%s/%s" $v.registry $repository }}{{ end -}}
+{{- $registry := (.root.Values.global | default dict).imageRegistry | default $v.registry -}}
+{{- if $registry }}{{ $repository = printf "%s/%s" $registry $repository }}{{ end -}}
 {{- $tag := default .root.Chart.AppVersion $v.tag -}}
 {{- $digest := get ($v.digests | default dict) .component -}}
 {{- if $digest -}}
@@ -152,12 +153,7 @@ readinessProbe:
 automountServiceAccountToken: false
 securityContext:
   {{- toYaml $v.podSecurityContext | nindent 2 }}
-{{- with $v.image.pullSecrets }}
-imagePullSecrets:
-  {{- range . }}
-  - name: {{ . }}
-  {{- end }}
-{{- end }}
+{{- include "uhp.imagePullSecrets" .root }}
 {{- with $v.nodeSelector }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
@@ -255,4 +251,19 @@ spec:
       resource:
         name: cpu
         target: { type: Utilization, averageUtilization: {{ .hpa.targetCPUUtilizationPercentage }} }
+{{- end -}}
+
+{{/* imagePullSecrets of a pod: image.pullSecrets, then global.imagePullSecrets (names or {name: …}), each once. */}}
+{{- define "uhp.imagePullSecrets" -}}
+{{- $names := list -}}
+{{- range .Values.image.pullSecrets }}{{ $names = append $names . }}{{ end -}}
+{{- range ((.Values.global | default dict).imagePullSecrets | default list) -}}
+{{- if kindIs "map" . }}{{ $names = append $names .name }}{{ else }}{{ $names = append $names . }}{{ end -}}
+{{- end -}}
+{{- with uniq $names }}
+imagePullSecrets:
+  {{- range . }}
+  - name: {{ . }}
+  {{- end }}
+{{- end }}
 {{- end -}}
