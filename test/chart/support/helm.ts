@@ -63,6 +63,8 @@ export interface RenderOptions {
   overrides?: Record<string, unknown>;
   release?: string;
   namespace?: string;
+  /** APIs the cluster is taken to serve (`--api-versions`), as Argo CD passes them. */
+  apiVersions?: string[];
 }
 
 /** A values file holding `values`, in a scratch directory of the OS. */
@@ -79,6 +81,7 @@ function helmArgs(options: RenderOptions): string[] {
     ...values.flatMap((name) => ['-f', ciValuesFile(name)]),
     ...[...(options.files ?? []), ...overrides].flatMap((file) => ['-f', file]),
     ...Object.entries(options.set ?? {}).flatMap(([key, value]) => ['--set-string', `${key}=${value}`]),
+    ...(options.apiVersions ?? []).flatMap((api) => ['--api-versions', api]),
   ];
 }
 
