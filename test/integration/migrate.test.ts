@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { migrate, MigrationError, readMigrations } from '../../libs/db/src/migrate/migrate';
+import { waitForSchema } from '../../libs/db/src/migrate/wait';
 import { TEST_DATABASE_URL } from '../support/env';
 
 /**
@@ -176,5 +177,53 @@ describe('migration runner (libs/db/src/migrate)', () => {
     expect(recorded.every((r) => r.finished_at !== null)).toBe(true);
     const table = await sql(url, "SELECT to_regclass('public.half_done') AS t");
     expect(table.rows[0].t).toBeNull();
+  });
+
+  it("--wait (the Deployments' init container) returns once a concurrent migrate has applied everything", async () => {
+    const url = await freshDatabase();
+    const lines: string[] = [];
+    const waiting = waitForSchema({
+      databaseUrl: url,
+      migrationsDir: MIGRATIONS,
+      timeoutMs: 30_000,
+      intervalMs: 100,
+      log: (line) => lines.push(line),
+    });
+    let settled = false;
+    void waiting.finally(() => (settled = true)).catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(settled).toBe(false);
+    await migrate({ databaseUrl: url, migrationsDir: MIGRATIONS });
+    await expect(waiting).resolves.toMatchObject({ waitedMs: expect.any(Number) });
+    expect(lines[0]).toMatch(/^waiting for \d+ migration\(s\) the migrate Job applies: 20261202100000_init/);
+    // Read-only: waiting created nothing in the empty database before migrate ran.
+    expect(await waitForSchema({ databaseUrl: url, migrationsDir: MIGRATIONS, timeoutMs: 1000 })).toBeDefined();
+  });
+
+  it('--wait gives up with the reason when the migrations never come', async () => {
+    const url = await freshDatabase();
+    await expect(
+      waitForSchema({ databaseUrl: url, migrationsDir: MIGRATIONS, timeoutMs: 600, intervalMs: 100 }),
+    ).rejects.toThrow(/gave up after \d+ s, still waiting for \d+ migration\(s\).*kubectl get jobs/);
+    const { rows } = await sql(url, "SELECT to_regclass('public._prisma_migrations') AS t");
+    expect(rows[0].t).toBeNull();
+  });
+
+  it('main.js --wait exits 0 on a migrated database and 1, with the reason, on an empty one', async () => {
+    const migrated = await freshDatabase();
+    await migrate({ databaseUrl: migrated, migrationsDir: MIGRATIONS });
+    // The built runner, as the image runs it (the integration tier builds first).
+    const main = join(ROOT, 'dist/libs/db/src/migrate/main.js');
+    const waitFor = (url: string) =>
+      run(process.execPath, [main, '--wait'], {
+        cwd: ROOT,
+        env: { ...process.env, DATABASE_URL: url, MIGRATE_WAIT_TIMEOUT_SECONDS: '1' },
+        timeout: 30_000,
+      });
+    await expect(waitFor(migrated)).resolves.toMatchObject({
+      stdout: expect.stringContaining('holds every migration'),
+    });
+    const failure = await waitFor(await freshDatabase()).catch((error: { code: number; stderr: string }) => error);
+    expect(failure).toMatchObject({ code: 1, stderr: expect.stringContaining('gave up after') });
   });
 });
