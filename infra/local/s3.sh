@@ -3,8 +3,9 @@
 # (1 monitor, 1 bluestore OSD on a sparse file, radosgw) bound to loopback.
 #
 #   infra/local/s3.sh start    # initialise on first use, start, ensure user + bucket
+#                              # (http on S3_PORT, and https on S3_TLS_PORT with a CA of its own)
 #   infra/local/s3.sh stop     # stop the daemons (objects are kept)
-#   infra/local/s3.sh status   # exit 0 when the S3 endpoint answers and the disk is not full
+#   infra/local/s3.sh status   # exit 0 when the S3 endpoints answer and the disk is not full
 #   infra/local/s3.sh reclaim  # free deleted objects' space now; prints "<free bytes> <disk bytes>"
 #
 # See infra/local/README.md for the environment variables.
@@ -14,6 +15,7 @@ SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "$SCRIPT_DIR/../.." && pwd)"
 
 S3_PORT="${S3_PORT:-7480}"
+S3_TLS_PORT="${S3_TLS_PORT:-7443}"          # the same S3 over https (0: none), certificate from $STATE/tls/ca.pem
 S3_ACCESS_KEY_ID="${S3_ACCESS_KEY_ID:-uhp-dev-access}"
 S3_SECRET_ACCESS_KEY="${S3_SECRET_ACCESS_KEY:-uhp-dev-secret-key-0123456789}"
 S3_BUCKET="${S3_BUCKET:-uhp-files}"
@@ -25,6 +27,8 @@ case "$DATA_DIR" in /*) ;; *) DATA_DIR="$PWD/$DATA_DIR" ;; esac
 STATE="$DATA_DIR/ceph"
 CONF="$STATE/ceph.conf"
 ENDPOINT="http://127.0.0.1:$S3_PORT"
+TLS_DIR="$STATE/tls"
+TLS_ENDPOINT="https://127.0.0.1:$S3_TLS_PORT"
 REGION="us-east-1"
 
 log() { printf '[s3] %s\n' "$*" >&2; }
@@ -49,6 +53,8 @@ fail() { # fail MESSAGE [LOGFILE...]
 # ---------------------------------------------------------------- checks ---
 check_inputs() {
   [[ "$S3_PORT" =~ ^[0-9]+$ ]] || die "S3_PORT must be a number (got '$S3_PORT')"
+  [[ "$S3_TLS_PORT" =~ ^[0-9]+$ ]] || die "S3_TLS_PORT must be a number, 0 for no https (got '$S3_TLS_PORT')"
+  [[ "$S3_TLS_PORT" != "$S3_PORT" ]] || die "S3_TLS_PORT must differ from S3_PORT ($S3_PORT)"
   [[ "$S3_MON_PORT" =~ ^[0-9]+$ ]] || die "S3_MON_PORT must be a number (got '$S3_MON_PORT')"
   [[ "$S3_DISK_GB" =~ ^[0-9]+$ ]] || die "S3_DISK_GB must be a number (got '$S3_DISK_GB')"
   # ceph.conf expands $name-style meta variables and treats '#'/';' as comments:
@@ -67,6 +73,7 @@ ensure_installed() {
   command -v radosgw >/dev/null 2>&1 || missing+=(radosgw)
   command -v curl >/dev/null 2>&1 || missing+=(curl)
   command -v python3 >/dev/null 2>&1 || missing+=(python3)
+  ((S3_TLS_PORT == 0)) || command -v openssl >/dev/null 2>&1 || missing+=(openssl)
   ((${#missing[@]} == 0)) && return 0
   local cmd="apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
   if [[ "${UHP_NO_INSTALL:-}" == 1 ]]; then
@@ -93,6 +100,14 @@ http_code() { # http_code URL -> prints HTTP status (000 when nothing answers)
 s3_answers() {
   local c
   c="$(http_code "$ENDPOINT/")"
+  [[ -n "$c" && "$c" != 000 ]]
+}
+
+tls_answers() { # the https endpoint answers with a certificate our CA vouches for (always true without one)
+  ((S3_TLS_PORT == 0)) && return 0
+  local c
+  c="$(curl -s -o /dev/null -w '%{http_code}' --max-time 3 --cacert "$TLS_DIR/ca.pem" "$TLS_ENDPOINT/" 2>/dev/null ||
+    true)"
   [[ -n "$c" && "$c" != 000 ]]
 }
 
@@ -184,6 +199,51 @@ else:
 print(st, code)
 PY
 }
+
+# ------------------------------------------------------------------ TLS ---
+# The https listener's certificate: a CA of this data dir, made once and kept (clients trust $TLS_DIR/ca.pem,
+# e.g. NODE_EXTRA_CA_CERTS), and a server certificate for 127.0.0.1 and localhost that it signs, made again
+# when it is missing, about to expire, or not the CA's.
+ensure_tls_cert() {
+  ((S3_TLS_PORT == 0)) && return 0
+  local tls_log="$STATE/log/tls.log"
+  mkdir -p "$TLS_DIR" "$STATE/log"
+  if [[ ! -s "$TLS_DIR/ca.pem" || ! -s "$TLS_DIR/ca.key" ]]; then
+    log "creating the CA of the https endpoint: $TLS_DIR/ca.pem"
+    rm -f "$TLS_DIR/ca.pem" "$TLS_DIR/ca.key" "$TLS_DIR/server.pem" "$TLS_DIR/server.key"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
+      -subj "/CN=uhp-files local S3 CA" -keyout "$TLS_DIR/ca.key" -out "$TLS_DIR/ca.pem" \
+      -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign >>"$tls_log" 2>&1 ||
+      fail "openssl could not create the CA" "$tls_log"
+    chmod 600 "$TLS_DIR/ca.key"
+  fi
+  if [[ -s "$TLS_DIR/server.pem" && -s "$TLS_DIR/server.key" ]] &&
+    openssl x509 -checkend 86400 -noout -in "$TLS_DIR/server.pem" >/dev/null 2>&1 &&
+    openssl verify -CAfile "$TLS_DIR/ca.pem" "$TLS_DIR/server.pem" >/dev/null 2>&1; then
+    return 0
+  fi
+  log "issuing the https endpoint's certificate (127.0.0.1, localhost)"
+  printf '%s\n' 'subjectAltName = IP:127.0.0.1, DNS:localhost' 'basicConstraints = critical, CA:FALSE' \
+    'keyUsage = critical, digitalSignature' 'extendedKeyUsage = serverAuth' >"$TLS_DIR/server.ext"
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=127.0.0.1" \
+    -keyout "$TLS_DIR/server.key" -out "$TLS_DIR/server.csr" >>"$tls_log" 2>&1 &&
+    openssl x509 -req -in "$TLS_DIR/server.csr" -CA "$TLS_DIR/ca.pem" -CAkey "$TLS_DIR/ca.key" \
+      -set_serial "0x$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')" -days 825 -extfile "$TLS_DIR/server.ext" \
+      -out "$TLS_DIR/server.pem" >>"$tls_log" 2>&1 ||
+    fail "openssl could not issue the server certificate" "$tls_log"
+  chmod 600 "$TLS_DIR/server.key"
+  rm -f "$TLS_DIR/server.csr" "$TLS_DIR/server.ext"
+}
+
+# radosgw's listeners: plain http always; https beside it unless S3_TLS_PORT=0.
+rgw_frontends() {
+  local line="beast endpoint=127.0.0.1:$S3_PORT"
+  ((S3_TLS_PORT == 0)) ||
+    line+=" ssl_endpoint=127.0.0.1:$S3_TLS_PORT ssl_certificate=$TLS_DIR/server.pem ssl_private_key=$TLS_DIR/server.key"
+  echo "$line"
+}
+# the listeners the running radosgw was started with (the conf is written before each start)
+conf_frontends() { sed -n 's/^rgw frontends = //p' "$CONF" 2>/dev/null; }
 
 # ------------------------------------------------------------ ceph.conf ---
 write_conf() {
@@ -300,7 +360,7 @@ rgw data = $STATE/rgw.a
 admin socket = $STATE/run/\$name.asok
 pid file = $STATE/run/\$name.pid
 log file = $STATE/log/\$name.log
-rgw frontends = beast endpoint=127.0.0.1:$S3_PORT
+rgw frontends = $(rgw_frontends)
 rgw thread pool size = 128
 rgw enable usage log = false
 rgw enable ops log = false
@@ -327,6 +387,11 @@ start_osd() {
 }
 start_rgw() {
   pid_of client.rgw.a >/dev/null && return 0
+  # radosgw exits when it cannot bind any of its listeners: say which one, not just that it died
+  if ((S3_TLS_PORT != 0)) && (exec 3<>"/dev/tcp/127.0.0.1/$S3_TLS_PORT") 2>/dev/null; then
+    die "port $S3_TLS_PORT (S3_TLS_PORT, https) is taken by another program; set a free one, or 0 for no https"
+  fi
+  ensure_tls_cert
   # radosgw only forks into the background once it has reached the cluster, so
   # launch it in the background and let the caller wait for the HTTP port.
   nohup radosgw -c "$CONF" -n client.rgw.a 9>&- >>"$STATE/log/start.log" 2>&1 </dev/null &
@@ -352,9 +417,11 @@ rgw_wait() { # wait until the S3 port answers; fail early when radosgw died
     }
     sleep 0.3
   done
+  # both listeners open together: https missing now means its port is taken or its certificate unusable
+  wait_for 15 tls_answers ||
+    fail "radosgw answers on $ENDPOINT but not on $TLS_ENDPOINT (port taken? S3_TLS_PORT=0 turns https off)" \
+      "$STATE/log/client.rgw.a.log" "$STATE/log/start.log"
 }
-
-conf_port() { sed -n 's/^rgw frontends = beast endpoint=127\.0\.0\.1:\([0-9]*\).*/\1/p' "$CONF" 2>/dev/null; }
 
 mon_up() { ceph_cli -s >/dev/null 2>&1; }
 osd_up() { [[ "$(ceph_cli osd stat -f json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin).get("num_up_osds",0))' 2>/dev/null)" == 1 ]]; }
@@ -512,12 +579,13 @@ do_start() {
   if [[ -f "$STATE/initialised" && -s "$STATE/mon_port" ]]; then S3_MON_PORT="$(cat "$STATE/mon_port")"; fi
 
   if [[ -f "$STATE/initialised" ]] && pid_of client.rgw.a >/dev/null; then
-    if [[ "$(conf_port)" == "$S3_PORT" ]] && s3_answers; then
+    if [[ "$(conf_frontends)" == "$(rgw_frontends)" ]] && s3_answers && tls_answers; then
       ensure_user_and_bucket
-      log "already running at $ENDPOINT"
+      log "already running at $ENDPOINT$( ((S3_TLS_PORT == 0)) || echo " and $TLS_ENDPOINT")"
       return 0
     fi
-    log "radosgw runs on port $(conf_port), S3_PORT=$S3_PORT: restarting radosgw"
+    # a cluster made before the https listener, S3_PORT or S3_TLS_PORT changed, or a certificate to renew
+    log "radosgw is not serving '$(rgw_frontends)' (yet): restarting radosgw"
     stop_daemons client.rgw.a
   fi
   if s3_answers && ! pid_of client.rgw.a >/dev/null; then
@@ -545,6 +613,7 @@ do_start() {
     ensure_user_and_bucket
   fi
   log "running at $ENDPOINT (bucket '$S3_BUCKET', started in $((SECONDS - t0)) s, state $STATE)"
+  ((S3_TLS_PORT == 0)) || log "and at $TLS_ENDPOINT (certificate from the CA $TLS_DIR/ca.pem)"
 }
 
 do_stop() {
@@ -595,6 +664,14 @@ do_status() {
   else
     echo "s3            not answering at $ENDPOINT"
     ok=1
+  fi
+  if ((S3_TLS_PORT != 0)); then
+    if tls_answers; then
+      echo "s3 https      answering at $TLS_ENDPOINT (CA $TLS_DIR/ca.pem)"
+    else
+      echo "s3 https      not answering at $TLS_ENDPOINT with a certificate of $TLS_DIR/ca.pem"
+      ok=1
+    fi
   fi
   return $ok
 }
