@@ -45,8 +45,15 @@ describe('as the subchart of an umbrella chart', () => {
           imagePullSecrets: ['corp-pull', { name: 'mirror-pull' }],
           // Another subchart's global: let through.
           storageClass: 'fast-ssd',
+          compatibility: { openshift: { adaptSecurityContext: 'force' } },
         },
-        'uhp-files': { ...ciValues('minimal'), image: { pullSecrets: ['own-pull', 'corp-pull'] } },
+        'uhp-files': {
+          ...ciValues('minimal'),
+          image: { pullSecrets: ['own-pull', 'corp-pull'] },
+          // The wait-for-schema init containers are ours too; a sidecar the user adds keeps its own registry.
+          migrate: { mode: 'job' },
+          sidecars: [{ name: 'proxy', image: 'docker.io/envoyproxy/envoy:v1.36' }],
+        },
       }),
     );
     const helm = helmBinary();
@@ -63,7 +70,7 @@ describe('as the subchart of an umbrella chart', () => {
   const podOwners = () =>
     objects.filter((object) => object.kind === 'Deployment' || object.kind === 'Job') as PodSpecOwner[];
 
-  it('global.imageRegistry prefixes every image of ours, the migrate Job included', () => {
+  it('global.imageRegistry prefixes every image of ours, the migrate Job included, not a sidecar of the user', () => {
     expect(
       podOwners()
         .map((owner) => owner.kind)
@@ -75,8 +82,19 @@ describe('as the subchart of an umbrella chart', () => {
         ...(owner.spec.template.spec.initContainers ?? []),
       ])
         expect(container.image, `${owner.metadata.name}/${container.name}`).toMatch(
-          /^registry\.corp\.example:5000\/uhp-files-(gateway|storage|worker|migrate):/,
+          container.name === 'proxy'
+            ? /^docker\.io\/envoyproxy\/envoy:v1\.36$/
+            : /^registry\.corp\.example:5000\/uhp-files-(gateway|storage|worker|migrate):/,
         );
+    expect(
+      podOwners().filter((owner) => owner.spec.template.spec.initContainers?.[0]?.name === 'wait-for-schema'),
+    ).toHaveLength(podOwners().length - 1);
+  });
+
+  it('global.compatibility.openshift leaves uid, gid and fsGroup to the SCC on every pod and container', () => {
+    const ids = /"(runAsUser|runAsGroup|fsGroup)"/;
+    for (const owner of podOwners()) expect(JSON.stringify(owner.spec.template.spec)).not.toMatch(ids);
+    expect(podOwners().length).toBeGreaterThan(4);
   });
 
   it('global.imagePullSecrets add to image.pullSecrets on every pod, each name once', () => {

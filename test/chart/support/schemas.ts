@@ -6,11 +6,13 @@ import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ConfigMap, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { ScaledObject, TriggerAuthentication } from '@kubernetes-models/keda/keda.sh/v1alpha1';
 import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
+import { HTTPRoute } from '@kubernetes-models/gateway-api/gateway.networking.k8s.io/v1';
 import type { K8sObject } from './helm';
 
 /**
  * The schema of every kind the chart renders: Kubernetes' own (kubernetes-models, generated from the API's
- * OpenAPI), KEDA's CRDs (@kubernetes-models/keda) and prometheus-operator's (@kubernetes-models/prometheus-operator).
+ * OpenAPI), KEDA's CRDs (@kubernetes-models/keda), prometheus-operator's (@kubernetes-models/prometheus-operator)
+ * and the Gateway API's (@kubernetes-models/gateway-api).
  * A kind the chart starts to render without a schema here fails the test rather than pass unchecked.
  */
 type Model = new (data: never) => { validate(): void };
@@ -28,6 +30,7 @@ const MODELS: Record<string, Model> = {
   'keda.sh/v1alpha1/ScaledObject': ScaledObject,
   'keda.sh/v1alpha1/TriggerAuthentication': TriggerAuthentication,
   'monitoring.coreos.com/v1/ServiceMonitor': ServiceMonitor,
+  'gateway.networking.k8s.io/v1/HTTPRoute': HTTPRoute,
 };
 
 /** Validates one rendered object against its kind's schema; throws with the schema's complaint. */

@@ -147,29 +147,195 @@ readinessProbe:
   timeoutSeconds: 4
 {{- end -}}
 
-{{/* What every pod spec shares: (dict "root" $ "component" "gateway" "pool" "") */}}
+{{/*
+The pod settings of one pod: the top-level values, then the component's own (gateway, storage, a pool completed
+from workers.poolDefaults, or migrate). Lists add to the top level's; maps merge key by key with the component
+winning; affinity, strategy and the scalars are the component's when it sets them, else the top level's.
+(dict "root" $ "own" $v.gateway) -> JSON: `include "uhp.podSettings" … | fromJson`
+*/}}
+{{- define "uhp.podSettings" -}}
+{{- $top := .root.Values -}}
+{{- $own := .own | default dict -}}
+{{- $out := dict -}}
+{{- range $key := list "extraEnv" "extraEnvFrom" "extraVolumes" "extraVolumeMounts" "initContainers" "sidecars" "tolerations" "topologySpreadConstraints" -}}
+{{- $_ := set $out $key (concat (get $top $key | default list) (get $own $key | default list)) -}}
+{{- end -}}
+{{- range $key := list "podAnnotations" "podLabels" "nodeSelector" "deploymentAnnotations" -}}
+{{- $_ := set $out $key (merge (deepCopy (get $own $key | default dict)) (deepCopy (get $top $key | default dict))) -}}
+{{- end -}}
+{{- range $key := list "affinity" "strategy" "priorityClassName" "runtimeClassName" "terminationGracePeriodSeconds" -}}
+{{- range $source := list $top $own -}}
+{{- $value := get $source $key -}}
+{{- /* null, "" and {} leave it unset; a number, 0 included, sets it */ -}}
+{{- if or (kindIs "float64" $value) (kindIs "int64" $value) (and (not (kindIs "invalid" $value)) (not (empty $value))) -}}
+{{- $_ := set $out $key $value -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end -}}
+
+{{/*
+OpenShift adaptation: "true" when global.compatibility.openshift.adaptSecurityContext is force, or auto on a
+cluster that serves security.openshift.io/v1. The restricted SCC then picks the uid, gid and fsGroup.
+*/}}
+{{- define "uhp.openshift" -}}
+{{- $mode := ((((.Values.global | default dict).compatibility | default dict).openshift | default dict).adaptSecurityContext | default "auto") -}}
+{{- if or (eq $mode "force") (and (eq $mode "auto") (.Capabilities.APIVersions.Has "security.openshift.io/v1")) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* A security context (pod or container) as the cluster takes it: (dict "root" $ "context" $v.podSecurityContext) */}}
+{{- define "uhp.securityContext" -}}
+{{- if include "uhp.openshift" .root -}}
+{{- toYaml (omit .context "runAsUser" "runAsGroup" "fsGroup") -}}
+{{- else -}}
+{{- toYaml .context -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The CA bundle of tls.caBundle, mounted in every container of ours (NODE_EXTRA_CA_CERTS names the file). */}}
+{{- define "uhp.caBundlePath" -}}/etc/uhp-files/ca/ca.crt{{- end -}}
+
+{{- define "uhp.caBundleEnv" -}}
+{{- if or .Values.tls.caBundle.configMap .Values.tls.caBundle.secret }}
+- { name: NODE_EXTRA_CA_CERTS, value: {{ include "uhp.caBundlePath" . }} }
+{{- end }}
+{{- end -}}
+
+{{- define "uhp.caBundleMount" -}}
+{{- if or .Values.tls.caBundle.configMap .Values.tls.caBundle.secret }}
+- { name: ca-bundle, mountPath: /etc/uhp-files/ca, readOnly: true }
+{{- end }}
+{{- end -}}
+
+{{- define "uhp.caBundleVolume" -}}
+{{- $ca := .Values.tls.caBundle -}}
+{{- if $ca.configMap }}
+- name: ca-bundle
+  configMap:
+    name: {{ $ca.configMap }}
+    items: [{ key: {{ $ca.key | quote }}, path: ca.crt }]
+{{- else if $ca.secret }}
+- name: ca-bundle
+  secret:
+    secretName: {{ $ca.secret }}
+    items: [{ key: {{ $ca.key | quote }}, path: ca.crt }]
+{{- end }}
+{{- end -}}
+
+{{/*
+A container's env: the chart's entries (YAML list text), without those extraEnv names again, then extraEnv;
+so an extraEnv entry overrides both the chart's env and (as env does) the ConfigMap's.
+(dict "generated" $text "extra" $pod.extraEnv)
+*/}}
+{{- define "uhp.env" -}}
+{{- if .extra -}}
+{{- $names := list -}}
+{{- range .extra }}{{ $names = append $names .name }}{{ end -}}
+{{- $kept := list -}}
+{{- range (.generated | fromYamlArray) }}{{ if not (has .name $names) }}{{ $kept = append $kept . }}{{ end }}{{ end -}}
+{{- toYaml (concat $kept .extra) -}}
+{{- else -}}
+{{- .generated | trim -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A map the chart fills, with the user's keys added (the chart's keys win): (dict "chart" $text "user" $map) */}}
+{{- define "uhp.mergedMap" -}}
+{{- if .user -}}
+{{- toYaml (merge (.chart | fromYaml) .user) -}}
+{{- else -}}
+{{- .chart | trim -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Metadata of a pod template: labels and annotations. (dict "root" $ "ctx" $ctx "pod" $pod "annotations" $text) */}}
+{{- define "uhp.podMetadata" -}}
+labels:
+  {{- include "uhp.mergedMap" (dict "chart" (include "uhp.labels" .ctx) "user" .pod.podLabels) | nindent 2 }}
+{{- $annotations := include "uhp.mergedMap" (dict "chart" (.annotations | default "") "user" .pod.podAnnotations) }}
+{{- if $annotations }}
+annotations:
+  {{- $annotations | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* The rollout of a Deployment: strategy when set, else one new pod at a time, none taken down first. */}}
+{{- define "uhp.strategy" -}}
+strategy:
+{{- if .strategy }}
+  {{- toYaml .strategy | nindent 2 }}
+{{- else }}
+  type: RollingUpdate
+  rollingUpdate: { maxUnavailable: 0, maxSurge: 1 }
+{{- end }}
+{{- end -}}
+
+{{/*
+initContainers of a pod: in migrate.mode job, first one that waits until the database has every migration of
+this release (nothing else orders Deployments after the Job under Flux or kubectl apply); then the user's.
+(dict "root" $ "pod" $pod "waitForSchema" true)
+*/}}
+{{- define "uhp.initContainers" -}}
+{{- $v := .root.Values -}}
+{{- $wait := and .waitForSchema $v.migrate.enabled (eq $v.migrate.mode "job") -}}
+{{- if or $wait .pod.initContainers }}
+initContainers:
+  {{- if $wait }}
+  - name: wait-for-schema
+    image: {{ include "uhp.image" (dict "root" .root "component" "migrate") }}
+    imagePullPolicy: {{ $v.image.pullPolicy }}
+    command: ["/usr/bin/tini", "--"]
+    args: ["node", "dist/libs/db/src/migrate/main.js", "--wait"]
+    env:
+      {{- include "uhp.secretEnv" (dict "root" .root "name" "DATABASE_URL" "key" "databaseUrl") | nindent 6 }}
+      {{- with include "uhp.caBundleEnv" .root | trim }}{{ . | nindent 6 }}{{ end }}
+    resources:
+      {{- toYaml $v.migrate.resources | nindent 6 }}
+    securityContext:
+      {{- include "uhp.securityContext" (dict "root" .root "context" $v.containerSecurityContext) | nindent 6 }}
+    volumeMounts:
+      - { name: tmp, mountPath: /tmp }
+      {{- with include "uhp.caBundleMount" .root | trim }}{{ . | nindent 6 }}{{ end }}
+  {{- end }}
+  {{- with .pod.initContainers }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* What every pod spec shares: (dict "root" $ "component" "gateway" "pool" "" "pod" $pod) */}}
 {{- define "uhp.podCommon" -}}
 {{- $v := .root.Values -}}
+{{- $pod := .pod -}}
 automountServiceAccountToken: false
 securityContext:
-  {{- toYaml $v.podSecurityContext | nindent 2 }}
+  {{- include "uhp.securityContext" (dict "root" .root "context" $v.podSecurityContext) | nindent 2 }}
 {{- include "uhp.imagePullSecrets" .root }}
-{{- with $v.nodeSelector }}
+{{- with $pod.nodeSelector }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with $v.tolerations }}
+{{- with $pod.tolerations }}
 tolerations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with $v.affinity }}
+{{- with $pod.affinity }}
 affinity:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with $v.priorityClassName }}
+{{- with $pod.priorityClassName }}
 priorityClassName: {{ . }}
 {{- end }}
-{{- if $v.topologySpread.enabled }}
+{{- with $pod.runtimeClassName }}
+runtimeClassName: {{ . }}
+{{- end }}
+{{- if $pod.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml $pod.topologySpreadConstraints | nindent 2 }}
+{{- else if and $v.topologySpread.enabled (ne .component "migrate") }}
 topologySpreadConstraints:
   {{- range $key := list "kubernetes.io/hostname" "topology.kubernetes.io/zone" }}
   - maxSkew: {{ $v.topologySpread.maxSkew }}
@@ -189,16 +355,91 @@ of the same values, carries the same checksum. For an existing Secret: its name 
 visible here).
 */}}
 {{- define "uhp.secretChecksum" -}}
+{{- /* secretKeys.redisUsername counts only when a user is set: a key nothing reads does not roll the pods. */ -}}
+{{- $keys := omit .Values.secretKeys "redisUsername" -}}
+{{- if .Values.redis.username }}{{ $_ := set $keys "redisUsername" .Values.secretKeys.redisUsername }}{{ end -}}
 {{- if .Values.existingSecret -}}
-{{- printf "%s/%s" .Values.existingSecret (toJson .Values.secretKeys) | sha256sum -}}
+{{- printf "%s/%s" .Values.existingSecret (toJson $keys) | sha256sum -}}
 {{- else -}}
-{{- $inputs := dict "keys" .Values.secretKeys "databaseUrl" .Values.database.url "storageToken" (.Values.storageToken | default "")
+{{- $inputs := dict "keys" $keys "databaseUrl" .Values.database.url "storageToken" (.Values.storageToken | default "")
   "apiKeys" .Values.apiKeys "redisAuth" .Values.redis.auth "redisPassword" (.Values.redis.password | default "")
   "s3StaticCredentials" .Values.s3.staticCredentials "s3AccessKeyId" (.Values.s3.accessKeyId | default "")
   "s3SecretAccessKey" (.Values.s3.secretAccessKey | default "") "agentHttpUrl" (.Values.agent.httpUrl | default "")
   "agentHttpToken" (.Values.agent.httpToken | default "") -}}
 {{- toJson $inputs | sha256sum -}}
 {{- end -}}
+{{- end -}}
+
+{{/*
+An object of an optional API (ScaledObject, ServiceMonitor, HTTPRoute): "true" when enabled is true, or "auto"
+and the cluster serves the API. `helm template` and Argo CD see no cluster: they need --api-versions.
+(dict "root" $ "enabled" $value "api" "keda.sh/v1alpha1/ScaledObject")
+*/}}
+{{- define "uhp.apiEnabled" -}}
+{{- $enabled := toString .enabled -}}
+{{- if or (eq $enabled "true") (and (eq $enabled "auto") (.root.Capabilities.APIVersions.Has .api)) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/*
+NetworkPolicy egress. DNS: port 53, and 5353 where OpenShift's DNS pods answer. A backend (host, port): a rule
+to that port, its peers narrowed where the host tells where it is: an IPv4 address (that address), a Service
+name `name.namespace.svc[.cluster.local]` (that namespace), a bare name (this namespace); any other name
+(any address: a NetworkPolicy cannot name a DNS name).
+*/}}
+{{- define "uhp.dnsEgress" -}}
+- ports:
+    {{- range $port := ternary (list 53 5353) (list 53) (eq (include "uhp.openshift" .) "true") }}
+    - { port: {{ $port }}, protocol: UDP }
+    - { port: {{ $port }}, protocol: TCP }
+    {{- end }}
+{{- end -}}
+
+{{/* (dict "root" $ "host" "pg.data.svc" "port" 5432) */}}
+{{- define "uhp.backendEgress" -}}
+{{- $host := .host | toString | lower -}}
+{{- $svc := regexFindAll "^[a-z0-9-]+\\.([a-z0-9-]+)\\.svc(\\.cluster\\.local)?\\.?$" $host 1 -}}
+- ports:
+    - { port: {{ .port }}, protocol: TCP }
+  {{- if regexMatch "^[0-9]+\\.[0-9]+\\.[0-9]+\\.[0-9]+$" $host }}
+  to:
+    - ipBlock: { cidr: {{ printf "%s/32" $host }} }
+  {{- else if $svc }}
+  to:
+    - namespaceSelector:
+        matchLabels:
+          kubernetes.io/metadata.name: {{ index (splitList "." $host) 1 }}
+  {{- else if regexMatch "^[a-z0-9-]+$" $host }}
+  to:
+    - podSelector: {}
+  {{- end }}
+{{- end -}}
+
+{{/* An http(s) URL as a backend: (dict "root" $ "url" "https://s3.example.com") */}}
+{{- define "uhp.urlEgress" -}}
+{{- $url := urlParse .url -}}
+{{- $hostPort := splitList ":" $url.host -}}
+{{- $port := ternary 443 80 (eq $url.scheme "https") -}}
+{{- if gt (len $hostPort) 1 }}{{ $port = index $hostPort 1 }}{{ end -}}
+{{- include "uhp.backendEgress" (dict "root" .root "host" (first $hostPort) "port" $port) -}}
+{{- end -}}
+
+{{/*
+Postgres and Redis as backends. Postgres's host and port come from database.url; with existingSecret the URL is
+not visible here: port 5432, any address.
+*/}}
+{{- define "uhp.dataEgress" -}}
+{{- $v := .Values -}}
+{{- if and $v.database.url (not $v.existingSecret) -}}
+{{- $url := urlParse $v.database.url -}}
+{{- $hostPort := splitList ":" $url.host -}}
+{{- include "uhp.backendEgress" (dict "root" . "host" (first $hostPort) "port" (ternary (index $hostPort 1) 5432 (gt (len $hostPort) 1))) }}
+{{- else }}
+- ports:
+    - { port: 5432, protocol: TCP }
+{{- end }}
+{{ include "uhp.backendEgress" (dict "root" . "host" $v.redis.host "port" $v.redis.port) }}
 {{- end -}}
 
 {{/* The env var each queue's concurrency goes to. */}}
@@ -208,8 +449,9 @@ visible here).
 
 {{/*
 The worker pools, each completed from workers.poolDefaults: a field the pool sets wins; the maps resources, env,
-keda and hpa merge key by key. Set by hand, not with mergeOverwrite, which would not let a pool's false or 0
-override a default. Returned as JSON: range over `include "uhp.pools" $ | fromJsonArray`.
+keda, hpa, podAnnotations, podLabels, nodeSelector and deploymentAnnotations merge key by key. Set by hand, not
+with mergeOverwrite, which would not let a pool's false or 0 override a default. keda.enabled comes out a
+boolean ("auto" resolved against the cluster's APIs). Returned as JSON: range over `include "uhp.pools" $ | fromJsonArray`.
 */}}
 {{- define "uhp.pools" -}}
 {{- $defaults := .Values.workers.poolDefaults -}}
@@ -217,7 +459,7 @@ override a default. Returned as JSON: range over `include "uhp.pools" $ | fromJs
 {{- range $pool := .Values.workers.pools -}}
 {{- $merged := deepCopy $defaults -}}
 {{- range $key, $value := $pool -}}
-{{- if and (has $key (list "resources" "env" "keda" "hpa")) (kindIs "map" $value) -}}
+{{- if and (has $key (list "resources" "env" "keda" "hpa" "podAnnotations" "podLabels" "nodeSelector" "deploymentAnnotations")) (kindIs "map" $value) -}}
 {{- $sub := deepCopy (get $merged $key | default dict) -}}
 {{- range $k, $v := $value }}{{ $_ := set $sub $k $v }}{{ end -}}
 {{- $_ := set $merged $key $sub -}}
@@ -225,6 +467,8 @@ override a default. Returned as JSON: range over `include "uhp.pools" $ | fromJs
 {{- $_ := set $merged $key $value -}}
 {{- end -}}
 {{- end -}}
+{{- $keda := $merged.keda -}}
+{{- $_ := set $keda "enabled" (eq (include "uhp.apiEnabled" (dict "root" $ "enabled" $keda.enabled "api" "keda.sh/v1alpha1/ScaledObject")) "true") -}}
 {{- $pools = append $pools $merged -}}
 {{- end -}}
 {{- toJson $pools -}}

@@ -1,0 +1,2 @@
+export function migrationsDigest(): string;
+export const DIGEST_FILE: string;

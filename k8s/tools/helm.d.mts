@@ -1,0 +1,2 @@
+export function helmBinary(): string;
+export const HELM_ENV: NodeJS.ProcessEnv;
