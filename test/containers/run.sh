@@ -19,6 +19,8 @@
 # Prints the time of each phase at the end. Needs root (apt-get, dockerd) unless Docker already runs.
 # UHP_CONTAINERS_REAL_IMAGES=1: use the real base and third-party images (a machine that reaches the
 # registries) instead of the stand-ins.
+# UHP_CONTAINERS_TESTS='arbitrary-uid graceful': only the container test files whose path contains one of
+# these words (vitest's file filters), and no conformance run; for working on a test, never for CI.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -211,23 +213,28 @@ echo "stack healthy; gateway at $CT_BASE_URL"
 
 # -------------------------------------------------------------------------------- conformance ---
 phase conformance
-CONFORMANCE="$ROOT/../shared/conformance/run.mjs"
-[[ -f "$CONFORMANCE" ]] || die "missing $CONFORMANCE (the public conformance suite)"
-eval "$(bash "$HERE/harness.sh" env)"
-node "$CONFORMANCE" --base-url "$UHP_CT_BASE_URL" --key-a "$UHP_CT_KEY_A" --key-b "$UHP_CT_KEY_B" \
-  --json "$CT_DATA/conformance.json" >"$CT_DATA/conformance.log" 2>&1 || {
-  grep -E '^(FAIL|conformance:)' "$CT_DATA/conformance.log" >&2
-  die "conformance failed (log: $CT_DATA/conformance.log)"
-}
-grep -E '^skip' "$CT_DATA/conformance.log" || true
-tail -n 1 "$CT_DATA/conformance.log"
-previews="$("$DOCKER" exec "$(container_of worker-preview)" node -e "fetch('http://127.0.0.1:8082/readyz').then((r) => r.json()).then((b) => console.log(Object.entries(b.previews.converters).map(([n, s]) => n + (s.ok ? '' : ' (unavailable)')).join(', ')))")"
-isolation="$("$DOCKER" exec "$(container_of worker-preview)" node -e "fetch('http://127.0.0.1:8082/readyz').then((r) => r.json()).then((b) => console.log(JSON.stringify(b.previews.isolation)))")"
-echo "preview converters in worker-preview: $previews; isolation: $isolation"
+read -ra TEST_FILTERS <<<"${UHP_CONTAINERS_TESTS:-}"
+if ((${#TEST_FILTERS[@]})); then
+  echo "skipped: UHP_CONTAINERS_TESTS selects container tests (${TEST_FILTERS[*]})"
+else
+  CONFORMANCE="$ROOT/../shared/conformance/run.mjs"
+  [[ -f "$CONFORMANCE" ]] || die "missing $CONFORMANCE (the public conformance suite)"
+  eval "$(bash "$HERE/harness.sh" env)"
+  node "$CONFORMANCE" --base-url "$UHP_CT_BASE_URL" --key-a "$UHP_CT_KEY_A" --key-b "$UHP_CT_KEY_B" \
+    --json "$CT_DATA/conformance.json" >"$CT_DATA/conformance.log" 2>&1 || {
+    grep -E '^(FAIL|conformance:)' "$CT_DATA/conformance.log" >&2
+    die "conformance failed (log: $CT_DATA/conformance.log)"
+  }
+  grep -E '^skip' "$CT_DATA/conformance.log" || true
+  tail -n 1 "$CT_DATA/conformance.log"
+  previews="$("$DOCKER" exec "$(container_of worker-preview)" node -e "fetch('http://127.0.0.1:8082/readyz').then((r) => r.json()).then((b) => console.log(Object.entries(b.previews.converters).map(([n, s]) => n + (s.ok ? '' : ' (unavailable)')).join(', ')))")"
+  isolation="$("$DOCKER" exec "$(container_of worker-preview)" node -e "fetch('http://127.0.0.1:8082/readyz').then((r) => r.json()).then((b) => console.log(JSON.stringify(b.previews.isolation)))")"
+  echo "preview converters in worker-preview: $previews; isolation: $isolation"
+fi
 
 # ---------------------------------------------------------------------------- container tests ---
 phase "container tests"
 [[ -x node_modules/.bin/vitest ]] || npm ci --no-audit --no-fund
-nice npx vitest run --config test/containers/vitest.config.ts
+nice npx vitest run --config test/containers/vitest.config.ts "${TEST_FILTERS[@]}"
 
 end_phase
