@@ -7,7 +7,8 @@
 #   2. stand-ins     the images no registry here serves (standins.sh; built once, then reused)
 #   3. build         the four images of infra/docker/Dockerfile, tagged as docker-compose.yml names them
 #   4. image checks  user, init, no npm / dev dependencies / prisma CLI / TypeScript, no converter
-#                    drivers in gateway and storage (nor any require of them in their code), sizes
+#                    drivers in gateway and storage (nor any require of them in their code), sizes;
+#                    HOME and every place the services write usable by an arbitrary uid in group 0
 #   5. compose up    docker-compose.yml + compose.standins.yml (test-only) with test.env; waits until
 #                    every service is healthy; only the gateway is published
 #   6. conformance   the public conformance suite, every section, previews on, against the gateway
@@ -175,6 +176,18 @@ check_image() { # check_image TARGET: what every image promises, plus the per-ta
           fail "node_modules holds more than pg: $(ls node_modules | tr "\n" " ")"
         [ -f libs/db/prisma/migrations/migration_lock.toml ] || fail "no migrations";;
     esac'
+  # As OpenShift's restricted SCC runs it: an arbitrary uid in group 0, no passwd entry, USER ignored, and the
+  # root filesystem left writable, so the image's own modes decide. Each place the service writes is writable
+  # to that uid without a mount; the code is not. (arbitrary-uid.test.ts runs the services as that uid, read-only.)
+  "$DOCKER" run --rm --user 1000870000:0 --cap-drop ALL --security-opt no-new-privileges:true --network none \
+    -e TARGET="$target" "$image" sh -ec '
+    fail() { echo "$TARGET as uid $(id -u) gid $(id -g): $*" >&2; exit 1; }
+    ! getent passwd "$(id -u)" >/dev/null || fail "the uid has a passwd entry"
+    [ "$HOME" = /tmp ] || fail "HOME is ${HOME:-unset}, want /tmp from the image"
+    for dir in "$HOME" "${TMPDIR:-/tmp}" ${PREVIEW_WORK_DIR:+"$PREVIEW_WORK_DIR"}; do
+      mkdir -p "$dir/.uid-check" && rmdir "$dir/.uid-check" || fail "cannot write in $dir"
+    done
+    ! touch /app/.write-test 2>/dev/null || fail "/app is writable"'
 }
 for target in "${APP_IMAGES[@]}"; do check_image "$target"; echo "uhp-files-$target:local: ok"; done
 for target in gateway storage; do
