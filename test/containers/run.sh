@@ -13,7 +13,8 @@
 #                    every service is healthy; only the gateway is published
 #   6. conformance   the public conformance suite, every section, previews on, against the gateway
 #   7. container tests   test/containers/**/*.test.ts (harness hooks; the SIGTERM drain tests go here;
-#                    chart-deployments.test.ts runs the Helm chart's rendered pods beside the stack)
+#                    chart-deployments.test.ts runs the Helm chart's rendered pods beside the stack;
+#                    arbitrary-uid.test.ts each image as OpenShift's restricted SCC runs it)
 #   8. teardown      compose down -v (also on failure, after the logs of the app services); dockerd
 #                    stopped again if this run started it (UHP_CONTAINERS_KEEP_ENGINE=1 keeps it)
 #
@@ -69,8 +70,8 @@ finish() {
         compose logs --no-color --tail 30 "$service" >&2 2>/dev/null || true
       done
     fi
-    # Containers the chart test (chart-deployments.test.ts) attached to the stack's networks, if it died early.
-    "$DOCKER" ps -aq --filter label=uhp-files.test=chart-deployments | xargs -r "$DOCKER" rm -f >/dev/null 2>&1 || true
+    # Containers the tests attached to the stack's networks (chart-deployments, arbitrary-uid), if one died early.
+    "$DOCKER" ps -aq --filter label=uhp-files.test | xargs -r "$DOCKER" rm -f >/dev/null 2>&1 || true
     compose down -v --remove-orphans -t 20 >/dev/null 2>&1 || compose down -v --remove-orphans -t 20 || true
   fi
   if [[ -n "$STARTED_DOCKERD" && "${UHP_CONTAINERS_KEEP_ENGINE:-}" != 1 ]]; then
