@@ -7,18 +7,22 @@
 #   2. stand-ins     the images no registry here serves (standins.sh; built once, then reused)
 #   3. build         the four images of infra/docker/Dockerfile, tagged as docker-compose.yml names them
 #   4. image checks  user, init, no npm / dev dependencies / prisma CLI / TypeScript, no converter
-#                    drivers in gateway and storage (nor any require of them in their code), sizes
+#                    drivers in gateway and storage (nor any require of them in their code), sizes;
+#                    HOME and every place the services write usable by an arbitrary uid in group 0
 #   5. compose up    docker-compose.yml + compose.standins.yml (test-only) with test.env; waits until
 #                    every service is healthy; only the gateway is published
 #   6. conformance   the public conformance suite, every section, previews on, against the gateway
 #   7. container tests   test/containers/**/*.test.ts (harness hooks; the SIGTERM drain tests go here;
-#                    chart-deployments.test.ts runs the Helm chart's rendered pods beside the stack)
+#                    chart-deployments.test.ts runs the Helm chart's rendered pods beside the stack;
+#                    arbitrary-uid.test.ts each image as OpenShift's restricted SCC runs it)
 #   8. teardown      compose down -v (also on failure, after the logs of the app services); dockerd
 #                    stopped again if this run started it (UHP_CONTAINERS_KEEP_ENGINE=1 keeps it)
 #
 # Prints the time of each phase at the end. Needs root (apt-get, dockerd) unless Docker already runs.
 # UHP_CONTAINERS_REAL_IMAGES=1: use the real base and third-party images (a machine that reaches the
 # registries) instead of the stand-ins.
+# UHP_CONTAINERS_TESTS='arbitrary-uid graceful': only the container test files whose path contains one of
+# these words (vitest's file filters), and no conformance run; for working on a test, never for CI.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -66,8 +70,8 @@ finish() {
         compose logs --no-color --tail 30 "$service" >&2 2>/dev/null || true
       done
     fi
-    # Containers the chart test (chart-deployments.test.ts) attached to the stack's networks, if it died early.
-    "$DOCKER" ps -aq --filter label=uhp-files.test=chart-deployments | xargs -r "$DOCKER" rm -f >/dev/null 2>&1 || true
+    # Containers the tests attached to the stack's networks (chart-deployments, arbitrary-uid), if one died early.
+    "$DOCKER" ps -aq --filter label=uhp-files.test | xargs -r "$DOCKER" rm -f >/dev/null 2>&1 || true
     compose down -v --remove-orphans -t 20 >/dev/null 2>&1 || compose down -v --remove-orphans -t 20 || true
   fi
   if [[ -n "$STARTED_DOCKERD" && "${UHP_CONTAINERS_KEEP_ENGINE:-}" != 1 ]]; then
@@ -173,6 +177,18 @@ check_image() { # check_image TARGET: what every image promises, plus the per-ta
           fail "node_modules holds more than pg: $(ls node_modules | tr "\n" " ")"
         [ -f libs/db/prisma/migrations/migration_lock.toml ] || fail "no migrations";;
     esac'
+  # As OpenShift's restricted SCC runs it: an arbitrary uid in group 0, no passwd entry, USER ignored, and the
+  # root filesystem left writable, so the image's own modes decide. Each place the service writes is writable
+  # to that uid without a mount; the code is not. (arbitrary-uid.test.ts runs the services as that uid, read-only.)
+  "$DOCKER" run --rm --user 1000870000:0 --cap-drop ALL --security-opt no-new-privileges:true --network none \
+    -e TARGET="$target" "$image" sh -ec '
+    fail() { echo "$TARGET as uid $(id -u) gid $(id -g): $*" >&2; exit 1; }
+    ! getent passwd "$(id -u)" >/dev/null || fail "the uid has a passwd entry"
+    [ "$HOME" = /tmp ] || fail "HOME is ${HOME:-unset}, want /tmp from the image"
+    for dir in "$HOME" "${TMPDIR:-/tmp}" ${PREVIEW_WORK_DIR:+"$PREVIEW_WORK_DIR"}; do
+      mkdir -p "$dir/.uid-check" && rmdir "$dir/.uid-check" || fail "cannot write in $dir"
+    done
+    ! touch /app/.write-test 2>/dev/null || fail "/app is writable"'
 }
 for target in "${APP_IMAGES[@]}"; do check_image "$target"; echo "uhp-files-$target:local: ok"; done
 for target in gateway storage; do
@@ -211,23 +227,28 @@ echo "stack healthy; gateway at $CT_BASE_URL"
 
 # -------------------------------------------------------------------------------- conformance ---
 phase conformance
-CONFORMANCE="$ROOT/../shared/conformance/run.mjs"
-[[ -f "$CONFORMANCE" ]] || die "missing $CONFORMANCE (the public conformance suite)"
-eval "$(bash "$HERE/harness.sh" env)"
-node "$CONFORMANCE" --base-url "$UHP_CT_BASE_URL" --key-a "$UHP_CT_KEY_A" --key-b "$UHP_CT_KEY_B" \
-  --json "$CT_DATA/conformance.json" >"$CT_DATA/conformance.log" 2>&1 || {
-  grep -E '^(FAIL|conformance:)' "$CT_DATA/conformance.log" >&2
-  die "conformance failed (log: $CT_DATA/conformance.log)"
-}
-grep -E '^skip' "$CT_DATA/conformance.log" || true
-tail -n 1 "$CT_DATA/conformance.log"
-previews="$("$DOCKER" exec "$(container_of worker-preview)" node -e "fetch('http://127.0.0.1:8082/readyz').then((r) => r.json()).then((b) => console.log(Object.entries(b.previews.converters).map(([n, s]) => n + (s.ok ? '' : ' (unavailable)')).join(', ')))")"
-isolation="$("$DOCKER" exec "$(container_of worker-preview)" node -e "fetch('http://127.0.0.1:8082/readyz').then((r) => r.json()).then((b) => console.log(JSON.stringify(b.previews.isolation)))")"
-echo "preview converters in worker-preview: $previews; isolation: $isolation"
+read -ra TEST_FILTERS <<<"${UHP_CONTAINERS_TESTS:-}"
+if ((${#TEST_FILTERS[@]})); then
+  echo "skipped: UHP_CONTAINERS_TESTS selects container tests (${TEST_FILTERS[*]})"
+else
+  CONFORMANCE="$ROOT/../shared/conformance/run.mjs"
+  [[ -f "$CONFORMANCE" ]] || die "missing $CONFORMANCE (the public conformance suite)"
+  eval "$(bash "$HERE/harness.sh" env)"
+  node "$CONFORMANCE" --base-url "$UHP_CT_BASE_URL" --key-a "$UHP_CT_KEY_A" --key-b "$UHP_CT_KEY_B" \
+    --json "$CT_DATA/conformance.json" >"$CT_DATA/conformance.log" 2>&1 || {
+    grep -E '^(FAIL|conformance:)' "$CT_DATA/conformance.log" >&2
+    die "conformance failed (log: $CT_DATA/conformance.log)"
+  }
+  grep -E '^skip' "$CT_DATA/conformance.log" || true
+  tail -n 1 "$CT_DATA/conformance.log"
+  previews="$("$DOCKER" exec "$(container_of worker-preview)" node -e "fetch('http://127.0.0.1:8082/readyz').then((r) => r.json()).then((b) => console.log(Object.entries(b.previews.converters).map(([n, s]) => n + (s.ok ? '' : ' (unavailable)')).join(', ')))")"
+  isolation="$("$DOCKER" exec "$(container_of worker-preview)" node -e "fetch('http://127.0.0.1:8082/readyz').then((r) => r.json()).then((b) => console.log(JSON.stringify(b.previews.isolation)))")"
+  echo "preview converters in worker-preview: $previews; isolation: $isolation"
+fi
 
 # ---------------------------------------------------------------------------- container tests ---
 phase "container tests"
 [[ -x node_modules/.bin/vitest ]] || npm ci --no-audit --no-fund
-nice npx vitest run --config test/containers/vitest.config.ts
+nice npx vitest run --config test/containers/vitest.config.ts "${TEST_FILTERS[@]}"
 
 end_phase

@@ -16,7 +16,15 @@ async function harness(...args: string[]): Promise<string> {
 }
 
 export type Service =
-  'gateway' | 'storage' | 'worker-preview' | 'worker-archive' | 'worker-purge' | 'postgres' | 'redis' | 'minio';
+  | 'gateway'
+  | 'storage'
+  | 'migrate'
+  | 'worker-preview'
+  | 'worker-archive'
+  | 'worker-purge'
+  | 'postgres'
+  | 'redis'
+  | 'minio';
 
 export interface StackEnv {
   baseUrl: string;
