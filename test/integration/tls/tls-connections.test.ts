@@ -1,5 +1,5 @@
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { S3, TEST_BUCKET } from '../../support/env';
@@ -19,7 +19,27 @@ import { OTHER_LOOPBACK, requireTools, ROOT, runNode, TlsWorld, type NodeRun } f
 const PROBE = join(__dirname, 'support/tls-probe.cjs');
 const MIGRATE = join(ROOT, 'dist/libs/db/src/migrate/main.js');
 const DATA_DIR = process.env.UHP_DATA_DIR ?? join(ROOT, '.data');
-const S3_TLS_CA = process.env.UHP_TEST_S3_TLS_CA ?? join(DATA_DIR, 'ceph/tls/ca.pem');
+/**
+ * The CA of the radosgw that serves S3 here: ours (UHP_DATA_DIR), or, when s3.sh found another checkout's
+ * server running and used it, that server's (beside the ceph.conf its process was started with).
+ */
+function s3TlsCa(): string {
+  const own = join(DATA_DIR, 'ceph/tls/ca.pem');
+  if (process.env.UHP_TEST_S3_TLS_CA) return process.env.UHP_TEST_S3_TLS_CA;
+  if (existsSync(own)) return own;
+  for (const pid of readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
+    let argv: string[];
+    try {
+      argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    } catch {
+      continue; // gone meanwhile, or not ours to read
+    }
+    const conf = argv[0]?.endsWith('radosgw') ? argv[argv.indexOf('-c') + 1] : undefined;
+    if (conf && existsSync(join(dirname(conf), 'tls/ca.pem'))) return join(dirname(conf), 'tls/ca.pem');
+  }
+  return own;
+}
+const S3_TLS_CA = s3TlsCa();
 const S3_TLS_ENDPOINT = process.env.UHP_TEST_S3_TLS_ENDPOINT ?? `https://127.0.0.1:${process.env.S3_TLS_PORT ?? 7443}`;
 
 /** What Node says when a chain does not end at a CA it trusts (the leaf alone is sent, or the CA with it). */
