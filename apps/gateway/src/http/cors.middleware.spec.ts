@@ -42,7 +42,7 @@ const exposed = (res: Response) =>
   (res.headers.get('access-control-expose-headers') ?? '').split(',').map((name) => name.trim().toLowerCase());
 
 describe('CORS of the public API', () => {
-  it('with *: any origin, preflight answered 204 without the key check, the headers a client reads exposed', async () => {
+  it('with *: any origin; a preflight is 204 before the key check; what a client reads is exposed', async () => {
     const server = await serverWith('*');
     const answer = await preflight(server.url, OTHER);
     expect(answer.status).toBe(204);
@@ -95,7 +95,7 @@ describe('CORS of the public API', () => {
     expect(exposed(refused)).toContain('x-file-id');
   });
 
-  it('with a list: any other origin gets no Access-Control-Allow-Origin, so the browser refuses the answer', async () => {
+  it('with a list: another origin gets no Access-Control-Allow-Origin, so the browser refuses', async () => {
     const server = await serverWith([APP]);
     for (const origin of [OTHER, `${APP}.evil.example.net`, 'http://app.example.com', 'null']) {
       const answer = await preflight(server.url, origin);
