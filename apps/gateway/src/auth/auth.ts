@@ -57,9 +57,7 @@ export class ApiKeyMiddleware implements NestMiddleware {
     }
     // originalUrl: a mounted middleware sees req.url relative to its mount point.
     const path = ((req as AuthedRequest & { originalUrl?: string }).originalUrl ?? req.url ?? '').split('?')[0];
-    // A CORS preflight to the tus endpoint carries no key; it is answered with headers only.
-    const isTusPreflight = req.method === 'OPTIONS' && (path === '/v1/tus' || path.startsWith('/v1/tus/'));
-    if (!req.principal && !PUBLIC_PATHS.has(path) && !isTusPreflight) throw invalidKey();
+    if (!req.principal && !PUBLIC_PATHS.has(path)) throw invalidKey();
     next();
   }
 }

@@ -124,6 +124,45 @@ const redis = {
     .default('bull'),
 };
 
+/** Any origin may call the API (`*`), or only these exact origins. */
+export type CorsOrigins = '*' | string[];
+
+/**
+ * An exact origin as a browser sends it in `Origin`: scheme, host and port, nothing else. A path, a trailing
+ * slash or an upper-case host would never equal what a browser sends, so such an entry could only be a mistake.
+ */
+export function isExactOrigin(value: string): boolean {
+  if (!/^https?:\/\//.test(value)) return false;
+  try {
+    return new URL(value).origin === value;
+  } catch {
+    return false;
+  }
+}
+
+/** `*`, or a comma-separated list of exact origins (https://app.example.com); anything else stops the start. */
+const corsOrigins = z
+  .string()
+  .default('*')
+  .transform((value, context): CorsOrigins => {
+    if (value.trim() === '*') return '*';
+    const origins = value
+      .split(',')
+      .map((origin) => origin.trim())
+      .filter(Boolean);
+    const junk = origins.filter((origin) => !isExactOrigin(origin));
+    if (origins.length === 0 || junk.length > 0)
+      context.addIssue({
+        code: 'custom',
+        message:
+          'must be * or a comma-separated list of exact origins such as https://app.example.com ' +
+          `(scheme, host and port only: no path, no trailing slash, lower case)${
+            junk.length ? `; not an origin: ${junk.map((origin) => JSON.stringify(origin)).join(', ')}` : ''
+          }`,
+      });
+    return [...new Set(origins)];
+  });
+
 export const WORKER_QUEUE_NAMES = ['preview', 'archive', 'purge'] as const;
 export type WorkerQueue = (typeof WORKER_QUEUE_NAMES)[number];
 const storageClient = {
@@ -207,6 +246,11 @@ export const gatewayConfigSchema = z.object({
    * metrics off the public port (then only the metrics port serves them).
    */
   UHP_API_METRICS: boolean(true),
+  /**
+   * Which web pages may call the public /v1 API from a browser (CORS): `*` for any (keys are bearer tokens a page
+   * must hold, never cookies), or a comma-separated list of exact origins, answered with `Vary: Origin`.
+   */
+  UHP_CORS_ORIGINS: corsOrigins,
 });
 
 const storageSettings = z.object({

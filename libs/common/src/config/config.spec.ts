@@ -162,3 +162,42 @@ describe('file limits', () => {
     expect('UHP_MAX_UPLOAD_BYTES' in loadConfig(gatewayConfigSchema, {})).toBe(false);
   });
 });
+
+describe('UHP_CORS_ORIGINS', () => {
+  const origins = (value?: string) =>
+    loadConfig(gatewayConfigSchema, value === undefined ? {} : { UHP_CORS_ORIGINS: value }).UHP_CORS_ORIGINS;
+
+  it('is * by default: any page may call the API with a key it holds', () => {
+    expect(origins()).toBe('*');
+    expect(origins(' * ')).toBe('*');
+  });
+
+  it('takes a comma-separated list of exact origins, spaces and repeats aside', () => {
+    expect(origins('https://app.example.com, http://127.0.0.1:3000,https://app.example.com')).toEqual([
+      'https://app.example.com',
+      'http://127.0.0.1:3000',
+    ]);
+  });
+
+  it('refuses at start anything a browser would never send as its Origin, naming each', () => {
+    for (const junk of [
+      'app.example.com',
+      'https://app.example.com/',
+      'https://app.example.com/path',
+      'https://App.Example.com',
+      'https://app.example.com:443',
+      'https://user@app.example.com',
+      'ftp://app.example.com',
+      '*.example.com',
+    ]) {
+      expect(() => origins(`https://ok.example.com,${junk}`), junk).toThrow(ConfigError);
+      expect(() => origins(junk), junk).toThrow(
+        /UHP_CORS_ORIGINS: must be \* or a comma-separated list of exact origins/,
+      );
+    }
+    expect(() => origins(' , ')).toThrow(/must be \* or a comma-separated list/);
+    expect(() => origins('https://ok.example.com, https://app.example.com/')).toThrow(
+      /not an origin: "https:\/\/app\.example\.com\/"/,
+    );
+  });
+});
