@@ -1,6 +1,7 @@
 import { Injectable, type NestMiddleware } from '@nestjs/common';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ApiError, APP_CONFIG, fileLimitsOf, type GatewayConfig } from '@app/common';
+import { ApiError, APP_CONFIG, type GatewayConfig } from '@app/common';
+import { effectiveLimitsOf } from '../limits/effective-limits';
 import { Inject } from '@nestjs/common';
 import { TUS_CHECKSUM_ALGORITHMS, TUS_CORS_HEADERS, TUS_EXTENSIONS, TUS_VERSION } from './tus-protocol';
 
@@ -19,7 +20,7 @@ export class TusCorsMiddleware implements NestMiddleware {
       res.writeHead(204, {
         'tus-version': TUS_VERSION,
         'tus-extension': TUS_EXTENSIONS,
-        'tus-max-size': String(fileLimitsOf(this.config).maxFileBytes),
+        'tus-max-size': String(effectiveLimitsOf(this.config).maxUploadBytes),
         'tus-checksum-algorithm': TUS_CHECKSUM_ALGORITHMS.join(','),
       });
       res.end();
