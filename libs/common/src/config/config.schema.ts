@@ -400,6 +400,15 @@ const limitsHonouredExactly = (config: z.infer<typeof gatewaySettings>, context:
         `must be at least ${floor} (the base64 size of the inline file limit plus 64 KiB), or 0 to derive it; ` +
         'or lower UHP_MAX_INLINE_FILE_BYTES',
     });
+  // Every part of a pending upload counts against this: below the file limit, no upload of max_upload_bytes fits.
+  if (config.UHP_MAX_PENDING_UPLOAD_BYTES !== 0 && config.UHP_MAX_PENDING_UPLOAD_BYTES < config.UHP_MAX_FILE_BYTES)
+    context.addIssue({
+      code: 'custom',
+      path: ['UHP_MAX_PENDING_UPLOAD_BYTES'],
+      message:
+        `must be at least UHP_MAX_FILE_BYTES (${config.UHP_MAX_FILE_BYTES}), so one upload of the largest file ` +
+        'fits, or 0 to derive it; or lower UHP_MAX_FILE_BYTES',
+    });
 };
 
 export const gatewayConfigSchema = gatewaySettings

@@ -287,6 +287,22 @@ describe('UHP_ENV=production', () => {
   });
 });
 
+describe('UHP_MAX_PENDING_UPLOAD_BYTES', () => {
+  it('below UHP_MAX_FILE_BYTES refuses the start: no upload of the largest file would fit', () => {
+    const env = { UHP_MAX_FILE_BYTES: '16777216' };
+    expect(
+      refusalsOf(() => loadConfig(gatewayConfigSchema, { ...env, UHP_MAX_PENDING_UPLOAD_BYTES: '16777215' })),
+    ).toEqual([
+      'UHP_MAX_PENDING_UPLOAD_BYTES: must be at least UHP_MAX_FILE_BYTES (16777216), so one upload of the largest ' +
+        'file fits, or 0 to derive it; or lower UHP_MAX_FILE_BYTES ("16777215")',
+    ]);
+    for (const value of ['0', '16777216'])
+      expect(
+        loadConfig(gatewayConfigSchema, { ...env, UHP_MAX_PENDING_UPLOAD_BYTES: value }).UHP_MAX_PENDING_UPLOAD_BYTES,
+      ).toBe(Number(value));
+  });
+});
+
 describe('UHP_MAX_REQUEST_BYTES', () => {
   const KiB = 1024;
 
