@@ -92,9 +92,11 @@ describe.each(CI_VALUES)('ci/%s-values.yaml', (values) => {
         Object.entries(env).map(([name, entry]) => [name, 'value' in entry ? entry.value : SECRET_PLACEHOLDERS[name]]),
       );
       expect(() => loadConfig(SCHEMAS[service], plain), deployment.metadata.name).not.toThrow();
+      // Production: the services themselves refuse what only suits a laptop (config.schema.ts).
+      expect(loadConfig(SCHEMAS[service], plain).UHP_ENV, deployment.metadata.name).toBe('production');
       if (service === 'gateway') {
         const config = loadConfig(gatewayConfigSchema, plain);
-        expect(config.UHP_API_METRICS).toBe(true);
+        expect(config.UHP_API_METRICS).toBe(false);
         expect(config.STORAGE_DIRECT_READS).toBe(true);
       }
     }

@@ -126,5 +126,11 @@ export class BootstrapKeys implements OnApplicationBootstrap {
     }
     const revoked = await this.principals.revokeBootstrapKeysExcept(keys.map(({ key }) => hashApiKey(key)));
     if (revoked > 0) this.logger.warn({ revoked }, 'bootstrap API keys no longer in UHP_API_KEYS revoked');
+    // A fresh installation answers every /v1 call 401 until someone makes a key: say how, once, at start.
+    if ((await this.principals.countLiveKeys()) === 0)
+      this.logger.warn(
+        'no API key exists yet, so every /v1 request is refused 401; create one with ' +
+          '`npm run keys -- create <principal>` or list one in UHP_API_KEYS',
+      );
   }
 }

@@ -5,7 +5,7 @@
  *   npm run keys -- revoke <key id | key prefix>
  * Reads DATABASE_URL like the gateway.
  */
-import { gatewayConfigSchema, loadConfig } from '@app/common';
+import { databaseConfigSchema, loadConfig } from '@app/common';
 import { AmbiguousKeyError, openPrincipals, type PrincipalRepository } from '@app/db';
 import { apiKeyPrefix, generateApiKey, hashApiKey } from '../auth/api-key';
 
@@ -72,7 +72,7 @@ export async function runKeysCommand(
 }
 
 async function main() {
-  const config = loadConfig(gatewayConfigSchema.pick({ DATABASE_URL: true, DATABASE_POOL_SIZE: true }));
+  const config = loadConfig(databaseConfigSchema);
   const database = openPrincipals(config.DATABASE_URL);
   try {
     process.exitCode = await runKeysCommand(process.argv.slice(2), database.principals, (line) =>

@@ -565,14 +565,22 @@ export const OPENAPI_DOCUMENT = {
               'Largest inline file (a data: URL in POST /v1/responses), decoded. The smaller of ' +
               'UHP_MAX_INLINE_FILE_BYTES and UHP_MAX_FILE_BYTES.',
           },
-          max_request_bytes: { type: 'integer' },
+          max_request_bytes: {
+            type: 'integer',
+            description:
+              'Largest JSON body: UHP_MAX_REQUEST_BYTES, or when 0 the base64 size of max_inline_file_bytes plus ' +
+              '64 KiB (never less: a smaller value refuses the start).',
+          },
           max_upload_bytes: {
             type: 'integer',
             description:
               'Largest file of any kind, and so the largest a resumable upload (POST /v1/uploads bytes, tus ' +
               'Upload-Length) may declare: UHP_MAX_FILE_BYTES.',
           },
-          max_upload_part_bytes: { type: 'integer', description: 'Largest part of a POST /v1/uploads upload.' },
+          max_upload_part_bytes: {
+            type: 'integer',
+            description: 'Largest part of a POST /v1/uploads upload: the smaller of 64 MiB and max_upload_bytes.',
+          },
           preview: {
             type: 'object',
             properties: {
@@ -581,7 +589,16 @@ export const OPENAPI_DOCUMENT = {
               timeout_ms: { type: 'integer' },
             },
           },
-          archive: { type: 'object', properties: { formats: { type: 'array', items: { type: 'string' } } } },
+          archive: {
+            type: 'object',
+            properties: {
+              formats: { type: 'array', items: { type: 'string' } },
+              max_bytes: {
+                type: 'integer',
+                description: 'Largest session archive (ZIP); a larger session’s build fails: ARCHIVE_MAX_BYTES.',
+              },
+            },
+          },
           per_principal: {
             type: 'object',
             description: 'What one principal may have at once (429 rate_limited with Retry-After beyond).',

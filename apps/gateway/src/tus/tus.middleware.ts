@@ -1,6 +1,7 @@
 import { Inject, Injectable, type NestMiddleware } from '@nestjs/common';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ApiError, APP_CONFIG, fileLimitsOf, type GatewayConfig } from '@app/common';
+import { ApiError, APP_CONFIG, type GatewayConfig } from '@app/common';
+import { effectiveLimitsOf } from '../limits/effective-limits';
 import { TUS_CHECKSUM_ALGORITHMS, TUS_EXTENSIONS, TUS_VERSION } from './tus-protocol';
 
 /**
@@ -17,7 +18,7 @@ export class TusDiscoveryMiddleware implements NestMiddleware {
     if (req.method === 'OPTIONS') {
       res.setHeader('tus-version', TUS_VERSION);
       res.setHeader('tus-extension', TUS_EXTENSIONS);
-      res.setHeader('tus-max-size', String(fileLimitsOf(this.config).maxFileBytes));
+      res.setHeader('tus-max-size', String(effectiveLimitsOf(this.config).maxUploadBytes));
       res.setHeader('tus-checksum-algorithm', TUS_CHECKSUM_ALGORITHMS.join(','));
     }
     next();

@@ -32,6 +32,18 @@ const secret = (fallback: string) => z.string().min(1).default(fallback);
 const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info');
 
 export const DEV_STORAGE_TOKEN = 'uhp-dev-storage-token';
+/** A storage token shorter than this is guessable enough that production refuses it. */
+export const MIN_STORAGE_TOKEN_CHARS = 32;
+
+/**
+ * Where a service runs. `production` (the chart sets it) refuses to start on a setting that is only safe on a
+ * laptop; `development` (npm start, docker compose, the tests) keeps each such convenience and logs a warning.
+ */
+const environment = {
+  UHP_ENV: z
+    .enum(['development', 'production'], { message: 'must be development or production' })
+    .default('development'),
+};
 
 /** Connection limits of every service's HTTP server: idle bodies, slow headers, idle keep-alive. */
 const http = {
@@ -97,6 +109,20 @@ export const fileLimitsOf = (config: {
   maxInlineFileBytes: Math.min(config.UHP_MAX_INLINE_FILE_BYTES, config.UHP_MAX_FILE_BYTES),
 });
 
+/** What a JSON body carries besides one inline file at its limit (the rest of the request). */
+export const REQUEST_BYTES_BESIDES_INLINE_FILE = 64 * 1024;
+
+/**
+ * The smallest JSON body limit that still takes one inline file of `maxInlineFileBytes` (base64 grows it by a
+ * third): a smaller UHP_MAX_REQUEST_BYTES would advertise an inline limit no request could reach.
+ */
+export const requestBytesFloorOf = (maxInlineFileBytes: number) =>
+  4 * Math.ceil(maxInlineFileBytes / 3) + REQUEST_BYTES_BESIDES_INLINE_FILE;
+
+/** The JSON body limit: UHP_MAX_REQUEST_BYTES as given, or derived from the inline limit when 0. */
+export const maxRequestBytesOf = (config: Parameters<typeof fileLimitsOf>[0] & { UHP_MAX_REQUEST_BYTES: number }) =>
+  config.UHP_MAX_REQUEST_BYTES || requestBytesFloorOf(fileLimitsOf(config).maxInlineFileBytes);
+
 /** The Node runtime of every service. */
 const runtime = {
   /**
@@ -110,6 +136,8 @@ const database = {
   DATABASE_URL: url('postgresql://postgres@127.0.0.1:5432/uhp'),
   DATABASE_POOL_SIZE: integer(10, 1, 200),
 };
+/** A tool that reads only the database (the keys CLI). */
+export const databaseConfigSchema = z.object(database);
 const redis = {
   REDIS_URL: url('redis://127.0.0.1:6379'),
   /**
@@ -171,7 +199,8 @@ const storageClient = {
   STORAGE_TOKEN: secret(DEV_STORAGE_TOKEN),
 };
 
-export const gatewayConfigSchema = z.object({
+const gatewaySettings = z.object({
+  ...environment,
   ...http,
   ...runtime,
   ...database,
@@ -197,7 +226,10 @@ export const gatewayConfigSchema = z.object({
    */
   UHP_MAX_SINGLE_REQUEST_FILE_BYTES: integer(5 * GiB, 1, S3_MAX_OBJECT_BYTES),
   UHP_MAX_INLINE_FILE_BYTES: integer(20 * MiB, 1),
-  /** The JSON body limit; 0 derives it: base64 size of the inline limit plus 64 KiB. */
+  /**
+   * The JSON body limit; 0 derives it: base64 size of the inline limit plus 64 KiB. A value below that floor is
+   * refused at start rather than raised, so the limit served is the one configured.
+   */
   UHP_MAX_REQUEST_BYTES: integer(0),
   UHP_PUBLIC_BASE_URL: z.url({ message: 'must be a URL' }).optional(),
   PREVIEW_ENABLED: boolean(true),
@@ -242,10 +274,15 @@ export const gatewayConfigSchema = z.object({
   /** Per principal, across the installation: archive builds queued or running. */
   UHP_MAX_ARCHIVE_BUILDS: integer(2, 1, 10_000),
   /**
-   * GET /metrics on the API port, as the API description promises. With METRICS_PORT set, false keeps the
-   * metrics off the public port (then only the metrics port serves them).
+   * GET /metrics on the public API port too. Off by default: anyone who reaches the API would read the
+   * metrics; scrape METRICS_PORT instead. UHP_ENV=production refuses true.
    */
-  UHP_API_METRICS: boolean(true),
+  UHP_API_METRICS: boolean(false),
+  /**
+   * Largest session archive (ZIP) a build may write, as the worker and storage are given it: the gateway only
+   * advertises it (GET /v1/limits archive.max_bytes).
+   */
+  ARCHIVE_MAX_BYTES: integer(64 * GiB, 1),
   /**
    * Which web pages may call the public /v1 API from a browser (CORS): `*` for any (keys are bearer tokens a page
    * must hold, never cookies), or a comma-separated list of exact origins, answered with `Vary: Origin`.
@@ -254,6 +291,7 @@ export const gatewayConfigSchema = z.object({
 });
 
 const storageSettings = z.object({
+  ...environment,
   ...http,
   ...runtime,
   ...storageClient,
@@ -313,7 +351,117 @@ const bothS3KeysOrNeither = (
     });
 };
 
-export const storageConfigSchema = storageSettings.superRefine(bothS3KeysOrNeither);
+/** A setting production refuses and development keeps, with what to set instead. */
+export interface UnsafeSetting {
+  variable: string;
+  /** Why it is unsafe outside a laptop, then what to set: one line, read by an operator. */
+  message: string;
+}
+
+export type ServiceName = 'gateway' | 'storage' | 'worker';
+
+/** Hostnames that reach only the machine itself (or none at all): no client elsewhere can follow such a URL. */
+export function isLoopbackUrl(value: string): boolean {
+  const host = new URL(value).hostname.toLowerCase().replace(/^\[|\]$/g, '');
+  return (
+    host === 'localhost' ||
+    host.endsWith('.localhost') ||
+    /^127\./.test(host) ||
+    host === '0.0.0.0' ||
+    host === '::' ||
+    host === '::1' ||
+    /^::ffff:(127\.|7f[0-9a-f]{2}:)/.test(host)
+  );
+}
+
+const PUBLIC_URL_FIX = 'set it to the URL clients reach the gateway at (e.g. https://files.example.com)';
+const STORAGE_TOKEN_FIX =
+  `set a random secret of at least ${MIN_STORAGE_TOKEN_CHARS} characters, the same on gateway, storage and ` +
+  'workers (e.g. openssl rand -base64 36)';
+
+/**
+ * The laptop conveniences a configuration relies on: UHP_ENV=production refuses each at start, development
+ * logs each as a warning. One list for both, so what a laptop warns about is exactly what production refuses.
+ */
+export function unsafeSettingsOf(
+  service: ServiceName,
+  config: { STORAGE_TOKEN: string; UHP_PUBLIC_BASE_URL?: string; UHP_API_METRICS?: boolean },
+): UnsafeSetting[] {
+  const unsafe: UnsafeSetting[] = [];
+  if (service === 'gateway') {
+    if (config.UHP_PUBLIC_BASE_URL === undefined)
+      unsafe.push({
+        variable: 'UHP_PUBLIC_BASE_URL',
+        message: `is unset, so download and upload URLs in answers point to this machine's loopback; ${PUBLIC_URL_FIX}`,
+      });
+    else if (isLoopbackUrl(config.UHP_PUBLIC_BASE_URL))
+      unsafe.push({
+        variable: 'UHP_PUBLIC_BASE_URL',
+        message: `points to a loopback address no client elsewhere can reach; ${PUBLIC_URL_FIX}`,
+      });
+    if (config.UHP_API_METRICS)
+      unsafe.push({
+        variable: 'UHP_API_METRICS',
+        message: 'serves /metrics on the public API port; set UHP_API_METRICS=false and scrape METRICS_PORT instead',
+      });
+  }
+  if (config.STORAGE_TOKEN === DEV_STORAGE_TOKEN)
+    unsafe.push({
+      variable: 'STORAGE_TOKEN',
+      message: `is unset or the development token, which anyone can read in the source; ${STORAGE_TOKEN_FIX}`,
+    });
+  else if (config.STORAGE_TOKEN.length < MIN_STORAGE_TOKEN_CHARS)
+    unsafe.push({
+      variable: 'STORAGE_TOKEN',
+      message: `is shorter than ${MIN_STORAGE_TOKEN_CHARS} characters; ${STORAGE_TOKEN_FIX}`,
+    });
+  return unsafe;
+}
+
+/** UHP_ENV=production: every unsafe setting is a problem of the start, listed beside the others. */
+const refusedInProduction =
+  (service: ServiceName) =>
+  (
+    config: { UHP_ENV: string; STORAGE_TOKEN: string; UHP_PUBLIC_BASE_URL?: string; UHP_API_METRICS?: boolean },
+    context: z.RefinementCtx,
+  ) => {
+    if (config.UHP_ENV !== 'production') return;
+    for (const { variable, message } of unsafeSettingsOf(service, config))
+      context.addIssue({ code: 'custom', path: [variable], message: `${message} (UHP_ENV=production)` });
+  };
+
+/**
+ * A limit is served as configured or the start is refused with its floor named: never raised in silence, so
+ * GET /v1/limits and the enforcement agree with what the operator wrote.
+ */
+const limitsHonouredExactly = (config: z.infer<typeof gatewaySettings>, context: z.RefinementCtx) => {
+  const floor = requestBytesFloorOf(fileLimitsOf(config).maxInlineFileBytes);
+  if (config.UHP_MAX_REQUEST_BYTES !== 0 && config.UHP_MAX_REQUEST_BYTES < floor)
+    context.addIssue({
+      code: 'custom',
+      path: ['UHP_MAX_REQUEST_BYTES'],
+      message:
+        `must be at least ${floor} (the base64 size of the inline file limit plus 64 KiB), or 0 to derive it; ` +
+        'or lower UHP_MAX_INLINE_FILE_BYTES',
+    });
+  // Every part of a pending upload counts against this: below the file limit, no upload of max_upload_bytes fits.
+  if (config.UHP_MAX_PENDING_UPLOAD_BYTES !== 0 && config.UHP_MAX_PENDING_UPLOAD_BYTES < config.UHP_MAX_FILE_BYTES)
+    context.addIssue({
+      code: 'custom',
+      path: ['UHP_MAX_PENDING_UPLOAD_BYTES'],
+      message:
+        `must be at least UHP_MAX_FILE_BYTES (${config.UHP_MAX_FILE_BYTES}), so one upload of the largest file ` +
+        'fits, or 0 to derive it; or lower UHP_MAX_FILE_BYTES',
+    });
+};
+
+export const gatewayConfigSchema = gatewaySettings
+  .superRefine(limitsHonouredExactly)
+  .superRefine(refusedInProduction('gateway'));
+
+export const storageConfigSchema = storageSettings
+  .superRefine(bothS3KeysOrNeither)
+  .superRefine(refusedInProduction('storage'));
 
 /** The static S3 keys when both are set; undefined leaves the AWS SDK to its default credential chain. */
 export const staticS3CredentialsOf = (config: { S3_ACCESS_KEY_ID?: string; S3_SECRET_ACCESS_KEY?: string }) =>
@@ -321,7 +469,8 @@ export const staticS3CredentialsOf = (config: { S3_ACCESS_KEY_ID?: string; S3_SE
     ? { accessKeyId: config.S3_ACCESS_KEY_ID, secretAccessKey: config.S3_SECRET_ACCESS_KEY }
     : undefined;
 
-export const workerConfigSchema = z.object({
+const workerSettings = z.object({
+  ...environment,
   ...http,
   ...runtime,
   ...database,
@@ -403,6 +552,8 @@ export const workerConfigSchema = z.object({
   ARCHIVE_MAX_BYTES: integer(64 * GiB, 1),
 });
 
+export const workerConfigSchema = workerSettings.superRefine(refusedInProduction('worker'));
+
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
 export type StorageConfig = z.infer<typeof storageConfigSchema>;
 export type WorkerConfig = z.infer<typeof workerConfigSchema>;
@@ -425,7 +576,7 @@ export const doctorConfigSchema = storageSettings
   })
   .extend({
     ...database,
-    STALE_UPLOAD_SECONDS: workerConfigSchema.shape.STALE_UPLOAD_SECONDS,
+    STALE_UPLOAD_SECONDS: workerSettings.shape.STALE_UPLOAD_SECONDS,
     /**
      * How long a state the services settle by themselves may last before it is a finding: a bucket object with
      * no row, a PURGING object, a pending preview or archive, a response past its deadline.

@@ -14,7 +14,7 @@ import type { Registry } from 'prom-client';
 import { finalize, type Observable } from 'rxjs';
 import type { z } from 'zod';
 import { AppConfigModule } from '../config/config.module';
-import { DEV_STORAGE_TOKEN, httpTimeoutsOf } from '../config/config.schema';
+import { httpTimeoutsOf, type ServiceName, unsafeSettingsOf } from '../config/config.schema';
 import { loadConfig } from '../config/load-config';
 import { ApiErrorFilter } from '../errors/error.filter';
 import type { DrainLimits } from '../errors/drain';
@@ -36,12 +36,15 @@ interface ServiceConfig {
   UHP_KEEP_ALIVE_TIMEOUT_MS: number;
   SHUTDOWN_GRACE_MS: number;
   METRICS_PORT: number;
-  STORAGE_TOKEN?: string;
+  UHP_ENV: 'development' | 'production';
+  STORAGE_TOKEN: string;
+  UHP_PUBLIC_BASE_URL?: string;
+  UHP_API_METRICS?: boolean;
 }
 
 /** What is a service's own; everything else about starting it is the same in all three. */
 export interface ServiceDefinition<S extends z.ZodType<ServiceConfig>> {
-  name: string;
+  name: ServiceName;
   schema: S;
   /** The service's own module, made for its configuration. */
   module: (config: z.infer<S>) => Type<unknown> | DynamicModule;
@@ -70,10 +73,11 @@ export function runService<S extends z.ZodType<ServiceConfig>>(definition: Servi
 async function startService<S extends z.ZodType<ServiceConfig>>(definition: ServiceDefinition<S>): Promise<void> {
   const config: z.infer<S> = loadConfig(definition.schema);
   setHeapGrowingPercent(config.UHP_HEAP_GROWING_PERCENT);
-  definition.prepare?.(config);
   const logger = createLogger(definition.name, config.LOG_LEVEL);
-  if (config.STORAGE_TOKEN === DEV_STORAGE_TOKEN)
-    logger.warn('STORAGE_TOKEN is the development default; set a secret one outside a laptop');
+  // Production refused these in loadConfig; development keeps each, said once at start.
+  for (const { variable, message } of unsafeSettingsOf(definition.name, config))
+    logger.warn({ variable }, `${variable} ${message} (kept in development; UHP_ENV=production refuses it)`);
+  definition.prepare?.(config);
   const registry = createMetricsRegistry(definition.name);
 
   @Module({
