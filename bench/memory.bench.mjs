@@ -67,9 +67,8 @@ const DOWNLOAD_SIZE = parseSize(process.env.BENCH_MEMORY_DOWNLOAD_SIZE ?? '16MiB
 const SOCKET_SLACK = 160 * MiB;
 const SETTLE_MS = Number(process.env.BENCH_MEMORY_SETTLE_S ?? 120) * 1000;
 // "Idle" is a process at rest: V8 grows its young generation to full size while a service starts up and
-// shrinks it back only when its memory reducer runs, a minute or so later (the gateway: 163 MB RSS 15 s
-// after start, 129 MB after 60 s). Measured too early, ours would look bigger at rest and the load would
-// seem to add less than it does.
+// shrinks it back only when its memory reducer runs, about a minute later. Measured too early, ours would look
+// bigger at rest and the load would seem to add less than it does.
 const REST_MS = Number(process.env.BENCH_MEMORY_REST_S ?? 75) * 1000;
 
 const rssOf = (pid) => {

@@ -509,7 +509,7 @@ async function main() {
   try {
     // Warm-up (not measured): connections, JIT, the first Prisma queries, and every part buffer an upload holds
     // at once (storage's pool allocates them once per process, lib-storage per upload). Without it the first
-    // measured upload paid the pool's page faults: storage 0.87 s against 0.26 s for the same 100 MiB later.
+    // measured upload would pay the pool's page faults and look several times slower than the same upload later.
     {
       const size = (settings.queueSize + 2) * settings.partSize;
       makeRoomInLocalS3(3 * size);

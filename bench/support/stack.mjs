@@ -15,7 +15,7 @@ import { CreateBucketCommand, DeleteObjectsCommand, ListObjectsV2Command, S3Clie
 
 const require = createRequire(import.meta.url);
 
-// The SDK's notice that releases after January 2027 need Node 22 says nothing about a measurement.
+// The SDK's notice that later releases will need a newer Node says nothing about a measurement.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');

@@ -10,7 +10,7 @@
  * checkouts and CI and are never stopped. S3 is the shared radosgw behind a TCP-level proxy
  * (test/support/s3-fault-proxy.ts) whose `goAway` resets every connection and refuses new ones: to the
  * storage service that is exactly an S3 server going down. A second radosgw would also need a second
- * Ceph monitor and OSD (infra/local/s3.sh) — ~400 MB and ~15 s per start for the same view from the client.
+ * Ceph monitor and OSD (infra/local/s3.sh), heavy in memory and start time, for the same view from the client.
  *
  * Scenarios that leave an UPLOADING row (a gateway killed mid-upload, Postgres gone at commit) come
  * first: the worker reclaims such rows after STALE_UPLOAD_SECONDS (60 s, its minimum), and the last test

@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import express from 'express';
-// Only the path helper: the package's index also loads the 1.7 MB browser bundle (~40 MB of RSS).
+// Only the path helper: the package's index also loads the whole browser bundle, which the gateway never runs
+// (it serves those files from disk) and would keep in memory for nothing.
 import getAbsoluteFSPath from 'swagger-ui-dist/absolute-path.js';
 import { gatewayConfigSchema, runService } from '@app/common';
 import { parseBootstrapKeys } from './auth/api-key';

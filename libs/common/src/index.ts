@@ -2,6 +2,7 @@ export * from './auth/public.decorator';
 export * from './config/config.module';
 export * from './config/config.schema';
 export * from './config/load-config';
+export * from './config/local-env';
 export * from './errors/api-error';
 export * from './errors/drain';
 export * from './errors/error.filter';

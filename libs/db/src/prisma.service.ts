@@ -4,8 +4,8 @@ import { PrismaClient, type Prisma } from './generated/client';
 
 /**
  * Every interactive transaction may wait this long to start (a pool waiting for a connection, or a
- * database still warming up while the pods start: Prisma's default 2 s made a gateway exit at boot)
- * and run this long.
+ * database still warming up while the pods start: Prisma's default wait is short enough that a gateway
+ * starting beside a cold database exits at boot) and run this long.
  */
 const TRANSACTION_TIMEOUTS = { maxWait: 10_000, timeout: 30_000 } as const;
 
@@ -30,7 +30,8 @@ export type Db = Prisma.TransactionClient;
 
 /**
  * The pg pool under the process's client, for a read that streams many rows: Prisma's raw queries build
- * several objects per row, which at 100,000 rows kept ~100 MB of garbage alive. Outside a unit of work only.
+ * several objects per row, so a long listing would keep garbage alive in proportion to its rows. Outside a
+ * unit of work only.
  */
 export function poolOf(db: Db): Pool {
   // Not `instanceof PrismaService`: Prisma's constructor returns an object of its own making.
