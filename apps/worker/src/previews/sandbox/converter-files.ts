@@ -81,14 +81,17 @@ async function stageFile(source: string, target: string): Promise<void> {
 async function stageTree(source: string, target: string): Promise<void> {
   await mkdir(target, { mode: 0o755 });
   await chmod(target, 0o755);
-  for (const entry of await readdir(source, { withFileTypes: true })) {
-    const from = join(source, entry.name);
-    const to = join(target, entry.name);
-    // A link is kept a link: following it could copy anything on the host into a directory all uids read.
-    if (entry.isSymbolicLink()) await symlink(await readlink(from), to);
-    else if (entry.isDirectory()) await stageTree(from, to);
-    else if (entry.isFile()) await stageFile(from, to);
-  }
+  const entries = await readdir(source, { withFileTypes: true });
+  await Promise.all(
+    entries.map(async (entry) => {
+      const from = join(source, entry.name);
+      const to = join(target, entry.name);
+      // A link is kept a link: following it could copy anything on the host into a directory all uids read.
+      if (entry.isSymbolicLink()) await symlink(await readlink(from), to);
+      else if (entry.isDirectory()) await stageTree(from, to);
+      else if (entry.isFile()) await stageFile(from, to);
+    }),
+  );
 }
 
 /**
@@ -120,12 +123,12 @@ export async function converterFilesFor(
   await stageFile(sources.imageRenderScript, staged.imageRenderScript);
   await stageFile(sources.unoBridgeScript, staged.unoBridgeScript);
   if (staged.node !== sources.node) await stageFile(sources.node, staged.node);
-  for (const name of await dependencyClosure(sources.nodeModules, RENDERER_PACKAGES)) {
-    // A scoped package (@img/sharp-linux-x64) goes beneath its scope's directory.
-    const target = join(staged.nodeModules, name);
-    await mkdir(dirname(target), { recursive: true, mode: 0o755 });
-    await chmod(dirname(target), 0o755);
-    await stageTree(join(sources.nodeModules, name), target);
+  const packages = await dependencyClosure(sources.nodeModules, RENDERER_PACKAGES);
+  // A scoped package (@img/sharp-linux-x64) goes beneath its scope's directory.
+  for (const scope of new Set(packages.map((name) => dirname(join(staged.nodeModules, name))))) {
+    await mkdir(scope, { recursive: true, mode: 0o755 });
+    await chmod(scope, 0o755);
   }
+  await Promise.all(packages.map((name) => stageTree(join(sources.nodeModules, name), join(staged.nodeModules, name))));
   return staged;
 }
