@@ -59,7 +59,7 @@ export async function dependencyClosure(nodeModules: string, roots: string[]): P
 /**
  * Puts the file `source` at `target` for other uids to read, never writable by them: a hard link when the file
  * already is (readable by others, writable by its owner alone) and on the same filesystem, which costs nothing
- * (the packages are tens of MB in thousands of files, and every worker start stages them); a copy readable by
+ * (libvips and pdf-lib are large, and every worker start stages them); a copy readable by
  * all otherwise. Either way the converter reaches it through `target` alone, never through the checkout's
  * directories.
  */
