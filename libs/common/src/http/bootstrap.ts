@@ -18,6 +18,7 @@ import { DEV_STORAGE_TOKEN, httpTimeoutsOf } from '../config/config.schema';
 import { loadConfig } from '../config/load-config';
 import { ApiErrorFilter } from '../errors/error.filter';
 import type { DrainLimits } from '../errors/drain';
+import { DependencyMonitorModule } from '../health/dependencies';
 import { httpContextMiddleware } from '../logging/http-context.middleware';
 import { createLogger, PinoNestLogger } from '../logging/logger';
 import { LoggingModule } from '../logging/logging.module';
@@ -82,6 +83,7 @@ async function startService<S extends z.ZodType<ServiceConfig>>(definition: Serv
       LoggingModule.forRoot(logger),
       GracefulShutdownModule,
       MetricsModule.forRoot(registry, { onApiPort: definition.metricsOnApiPort?.(config) }),
+      DependencyMonitorModule,
       definition.module(config),
     ],
   })
