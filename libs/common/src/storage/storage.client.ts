@@ -144,11 +144,20 @@ export class StorageClient extends ObjectStore {
     const { path, sent, signal: callerSignal, ...rest } = call;
     const down = this.breaker.downSignal;
     let progress = sent?.() ?? 0;
-    const watchdog = setInterval(() => {
-      const now = sent?.() ?? 0;
-      if (now === progress) void this.breaker.probe();
-      progress = now;
-    }, this.requestTimeoutMs);
+    let lastProgressAt = Date.now();
+    const watchdog = setInterval(
+      () => {
+        const now = sent?.() ?? 0;
+        if (now !== progress) {
+          progress = now;
+          lastProgressAt = Date.now();
+        } else if (Date.now() - lastProgressAt >= this.requestTimeoutMs) {
+          lastProgressAt = Date.now();
+          void this.breaker.probe();
+        }
+      },
+      Math.max(100, this.requestTimeoutMs / 4),
+    );
     watchdog.unref();
     try {
       return await this.http.send({
