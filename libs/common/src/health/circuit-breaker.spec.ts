@@ -55,8 +55,8 @@ describe('CircuitBreaker', () => {
     expect(refusal).toBeInstanceOf(DependencyDownError);
     expect((refusal as DependencyDownError).status).toBe(503);
     expect(sent).not.toHaveBeenCalled();
-    expect(breaker.state()).toMatchObject({ up: false, reason: expect.stringContaining('timed out') });
-    expect(changes).toEqual([expect.objectContaining({ isUp: false })]);
+    expect(breaker.state()).toEqual({ up: false, since: expect.any(String) });
+    expect(changes).toEqual([expect.objectContaining({ isUp: false, reason: expect.stringContaining('timed out') })]);
   });
 
   it('is probed every interval while down, and up again once a probe answers', async () => {

@@ -88,7 +88,7 @@ export async function withTimeout<T>(what: string, ms: number, work: (signal: Ab
  * the first call that arrives after a probe interval has passed) until a probe answers and it is up again.
  */
 export class CircuitBreaker {
-  private down: { since: number; reason: string } | null = null;
+  private down: { since: number } | null = null;
   private probing: Promise<boolean> | null = null;
   private lastProbeAt = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -110,10 +110,10 @@ export class CircuitBreaker {
     return this.down === null;
   }
 
-  /** What /healthz says of it. */
-  state(): { up: boolean; since?: string; reason?: string } {
+  /** What /healthz says of it: public, so never the failure's text (hosts, ports, driver messages); the log has it. */
+  state(): { up: boolean; since?: string } {
     if (!this.down) return { up: true };
-    return { up: false, since: new Date(this.down.since).toISOString(), reason: this.down.reason };
+    return { up: false, since: new Date(this.down.since).toISOString() };
   }
 
   /**
@@ -175,7 +175,7 @@ export class CircuitBreaker {
 
   private markDown(reason: string): void {
     if (this.down) return;
-    this.down = { since: Date.now(), reason };
+    this.down = { since: Date.now() };
     const inFlight = this.upSignalController;
     this.upSignalController = new AbortController();
     inFlight.abort(new DependencyDownError(this.dependency));
