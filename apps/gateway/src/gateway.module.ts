@@ -1,9 +1,9 @@
 import { Inject, type MiddlewareConsumer, Module, type NestModule, type Type } from '@nestjs/common';
 import { DiscoveryModule, DiscoveryService } from '@nestjs/core';
-import { ObjectStoreModule } from '@app/common';
+import { ObjectStoreModule, serviceHealth } from '@app/common';
 import { DatabaseHealth, DbModule } from '@app/db';
 import { LifecycleModule } from '@app/lifecycle';
-import { QueueModule, queueingServiceHealth } from '@app/queue';
+import { QueueModule } from '@app/queue';
 import { ArchivesModule } from './archives/archives.module';
 import { ApiKeyMiddleware } from './auth/auth';
 import { AuthModule } from './auth/auth.module';
@@ -31,7 +31,7 @@ import { UploadsModule } from './uploads/openai/uploads.module';
     ObjectStoreModule.forRoot(),
     QueueModule.forRoot({ failFastOnRedisDown: true }),
     LifecycleModule,
-    queueingServiceHealth(DatabaseHealth, { needsRedis: false }),
+    serviceHealth(DatabaseHealth),
     HttpModule,
     AuthModule,
     FilesModule,

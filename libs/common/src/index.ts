@@ -7,6 +7,8 @@ export * from './errors/api-error';
 export * from './errors/drain';
 export * from './errors/error.filter';
 export * from './health/health';
+export * from './health/circuit-breaker';
+export * from './health/dependencies';
 export * from './logging/http-context.middleware';
 export * from './logging/logger';
 export * from './logging/logging.module';

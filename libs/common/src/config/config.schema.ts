@@ -135,6 +135,16 @@ const runtime = {
 const database = {
   DATABASE_URL: url('postgresql://postgres@127.0.0.1:5432/uhp'),
   DATABASE_POOL_SIZE: integer(10, 1, 200),
+  /**
+   * To get a connection: from the pool when all are busy, or a new one opened to Postgres. A request that cannot
+   * have one in time is answered 503 with Retry-After.
+   */
+  DATABASE_CONNECT_TIMEOUT_MS: integer(10_000, 100, 600_000),
+  /**
+   * Longest a query may run (Postgres' statement_timeout; the client also gives up 2 s after it, for a server
+   * that stopped answering altogether). 0: no limit.
+   */
+  DATABASE_STATEMENT_TIMEOUT_MS: integer(30_000, 0, 3_600_000),
 };
 /** A tool that reads only the database (the keys CLI). */
 export const databaseConfigSchema = z.object(database);
@@ -150,6 +160,11 @@ const redis = {
     .string()
     .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1-64 characters of A-Za-z0-9_.-')
     .default('bull'),
+  /**
+   * Longest a Redis command (an enqueue, a queue count) may wait for its answer. A request that needs the queue
+   * (a preview, an archive) is then answered 503, and Redis is marked down until it answers PING again.
+   */
+  REDIS_COMMAND_TIMEOUT_MS: integer(5_000, 100, 600_000),
 };
 
 /** Any origin may call the API (`*`), or only these exact origins. */
@@ -197,7 +212,20 @@ const storageClient = {
   STORAGE_URL: url('http://127.0.0.1:8081'),
   /** secret */
   STORAGE_TOKEN: secret(DEV_STORAGE_TOKEN),
+  /**
+   * To connect to the storage service, and how long a call may go without its answer or without the service
+   * reading what is sent before the storage service's /healthz is asked: when that does not answer within the
+   * same time either, every call to it fails with 503 at once until it answers again. Calls whose storage
+   * side works on S3 (finishing an upload) wait for S3's own bound on top (S3_REQUEST_TIMEOUT_MS).
+   */
+  STORAGE_REQUEST_TIMEOUT_MS: integer(30_000, 1_000, 600_000),
 };
+/**
+ * How long S3 may keep silent: to connect, to send the first byte of its answer, or between two bytes while
+ * a body streams either way (there is no total limit: a large healthy transfer is never cut). A call that
+ * waits this long marks S3 down: calls to it fail with 503 at once until HeadBucket answers again.
+ */
+const s3RequestTimeout = { S3_REQUEST_TIMEOUT_MS: integer(30_000, 1_000, 600_000) };
 
 const gatewaySettings = z.object({
   ...environment,
@@ -212,6 +240,7 @@ const gatewaySettings = z.object({
    * false relays every read through the storage service.
    */
   STORAGE_DIRECT_READS: boolean(true),
+  ...s3RequestTimeout,
   LOG_LEVEL: logLevel,
   HOST: z.string().default('0.0.0.0'),
   PORT: integer(8080, 1, 65535),
@@ -315,6 +344,7 @@ const storageSettings = z.object({
   /** secret */
   S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
   S3_FORCE_PATH_STYLE: boolean(true),
+  ...s3RequestTimeout,
   /** With ARCHIVE_MAX_BYTES, the largest object the storage service accepts; parts are sized so it fits in 10,000. */
   ...maxFileBytes,
   ...removedVariables,
@@ -476,6 +506,7 @@ const workerSettings = z.object({
   ...database,
   ...redis,
   ...storageClient,
+  ...s3RequestTimeout,
   /**
    * Archive builds and previews read object bytes straight from S3 through URLs the storage service signs,
    * as the gateway does. Off by default: the chart's worker egress policy lets a pool reach only the storage
@@ -572,6 +603,7 @@ export const doctorConfigSchema = storageSettings
     S3_ACCESS_KEY_ID: true,
     S3_SECRET_ACCESS_KEY: true,
     S3_FORCE_PATH_STYLE: true,
+    S3_REQUEST_TIMEOUT_MS: true,
     STORAGE_ABANDONED_UPLOAD_SECONDS: true,
   })
   .extend({
