@@ -54,6 +54,10 @@ describe('SIGTERM to the gateway during a 200 MiB upload', () => {
 
   it('that does not: the client gets the 503 JSON error, and neither a file nor an object is left', async () => {
     const since = await dbNow();
+    // Other files of the tier may hold resumable uploads open meanwhile: only one this test made counts.
+    const openBefore = new Set(await unfinishedUploads());
+    const openSinceStart = async () =>
+      (await unfinishedUploads()).filter((upload) => !openBefore.has(upload) && upload.startsWith('objects/'));
     const stack = new Stack(testPort(19780), { ...settings, SHUTDOWN_GRACE_MS: '1500' });
     await stack.start(['storage', 'gateway']);
     try {
@@ -66,7 +70,7 @@ describe('SIGTERM to the gateway during a 200 MiB upload', () => {
       expect(text).toContain('"code":"service_unavailable"');
       await stack.start(['worker']);
       await pollUntil(
-        async () => (await leftObjects(since)) === 0 && (await unfinishedUploads()).length === 0,
+        async () => (await leftObjects(since)) === 0 && (await openSinceStart()).length === 0,
         'nothing left of the cut upload',
         30_000,
       );
