@@ -1,6 +1,7 @@
 export * from './auth/public.decorator';
 export * from './config/config.module';
 export * from './config/config.schema';
+export * from './config/config-reference';
 export * from './config/load-config';
 export * from './config/local-env';
 export * from './errors/api-error';
