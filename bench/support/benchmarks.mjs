@@ -250,8 +250,12 @@ const PLACEMENT = new Set([
 ]);
 const SETTINGS = ['S3_PART_SIZE_BYTES', 'S3_UPLOAD_QUEUE_SIZE', 'STORAGE_MEMORY_BUDGET_BYTES'];
 
+// The environment as the run was started: a benchmark may set variables for its own children later (the profiled
+// transfer run adds its profile directory to BENCH_NODE_ARGS), which are not part of the command to repeat it.
+const STARTED_WITH = { ...process.env };
+
 /** The exact command that reproduces this run and rewrites its block: the settings it ran with, then npm. */
-export function commandOf(name, { argv = process.argv, env = process.env } = {}) {
+export function commandOf(name, { argv = process.argv, env = STARTED_WITH } = {}) {
   const { script } = benchmark(name);
   const vars = Object.keys(env)
     .filter((key) => (key.startsWith('BENCH_') && !PLACEMENT.has(key)) || SETTINGS.includes(key))

@@ -150,6 +150,15 @@ describe('writeBlock', () => {
 });
 
 describe('wantsDocs and commandOf', () => {
+  it('name the environment the run was started with, not what it set for its children later', () => {
+    process.env.BENCH_NODE_ARGS_SET_LATER = '--cpu-prof';
+    try {
+      expect(commandOf('relay', { argv: ['node', 'x.mjs', '--write-docs'] })).not.toContain('SET_LATER');
+    } finally {
+      delete process.env.BENCH_NODE_ARGS_SET_LATER;
+    }
+  });
+
   it('write the page only when asked', () => {
     expect(wantsDocs(['node', 'x.mjs'], {})).toBe(false);
     expect(wantsDocs(['node', 'x.mjs', '1GiB'], { BENCH_WRITE_DOCS: '0' })).toBe(false);
