@@ -4,13 +4,13 @@
  * client reading the same rows in keyset batches and serialising them to JSON (the floor of any Node
  * process that lists these rows). Prints time, the ratio to the baseline and the gateway's RSS idle → peak.
  * The artifacts are inserted with SQL (one stored object shared by all), and removed again at the end.
- * Writes the "listing" section of docs/benchmarks.md unless BENCH_LISTING_NO_DOCS=1.
+ * Prints its section of docs/benchmarks.md; `--write-docs` (or BENCH_WRITE_DOCS=1) also writes it there.
  */
 import { readFileSync } from 'node:fs';
 import { get } from 'node:http';
-import { cpus, totalmem } from 'node:os';
 import pg from 'pg';
-import { API_BASE, API_KEY, DATABASE_URL, ServiceStack, serviceEnv, writeDocsSection } from './support/stack.mjs';
+import { commandOf, machineLine, reportBlock } from './support/benchmarks.mjs';
+import { API_BASE, API_KEY, DATABASE_URL, ServiceStack, serviceEnv } from './support/stack.mjs';
 
 const ROWS = Number(process.env.BENCH_LISTING_ROWS ?? 100_000);
 const RUNS = Number(process.env.BENCH_LISTING_RUNS ?? 3);
@@ -127,24 +127,27 @@ async function main() {
     }
     const oursS = median(ours.map((r) => r.seconds));
     const floorS = median(floor.map((r) => r.seconds));
-    const lines = [
-      `Machine: ${cpus().length} cores (${cpus()[0]?.model.trim()}), ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM, ` +
-        `Node ${process.version}, ${pgVersion} on 127.0.0.1 (no S3 involved: the baseline is \`pg\` in the bench ` +
-        `process); gateway run as the images run it. ${ROWS.toLocaleString('en')} artifacts in one session, ` +
-        `${(listed.bytes / 1e6).toFixed(0)} MB of JSON; median of ${RUNS} runs each, taking turns.`,
-      '',
-      '| reader | time | ratio to baseline | gateway RSS idle → peak |',
-      '|---|---|---|---|',
-      `| \`GET /v1/sessions/{sid}/files\` (whole listing, streamed) | ${oursS.toFixed(2)} s | ${(oursS / floorS).toFixed(2)} | ${mb(idle)} → ${mb(peak)} (+${mb(peak - idle)}) |`,
-      `| baseline: \`pg\`, 500 rows per keyset query, JSON per row | ${floorS.toFixed(2)} s | 1.00 | – |`,
-    ];
-    console.log(lines.join('\n'));
-    if (process.env.BENCH_LISTING_NO_DOCS !== '1')
-      writeDocsSection(
-        'listing',
-        'listing.bench.mjs',
-        `## Session listing at ${ROWS.toLocaleString('en')} artifacts\n\n${lines.join('\n')}\n\nRe-run: \`npm run bench:listing\`.\n`,
-      );
+    const json = `${(listed.bytes / 1e6).toFixed(0)} MB`;
+    reportBlock('listing', {
+      machine: `${machineLine()}, ${pgVersion}`,
+      command: commandOf('listing'),
+      rows: [
+        [
+          `\`GET /v1/sessions/{sid}/files\`, ${ROWS.toLocaleString('en')} artifacts`,
+          `**${(oursS / floorS).toFixed(2)}**`,
+          `${oursS.toFixed(2)} s`,
+          json,
+          `${mb(idle)} → ${mb(peak)} (+${mb(peak - idle)})`,
+        ],
+        [
+          'baseline: `pg`, 500 rows per keyset query',
+          '1.00',
+          `${floorS.toFixed(2)} s`,
+          `${(floor.at(-1).bytes / 1e6).toFixed(0)} MB`,
+          '–',
+        ],
+      ],
+    });
   } finally {
     if (seed)
       await client.query(`DELETE FROM container_files WHERE session_id = $1 AND id <> $2`, [session.id, seed.id]);

@@ -18,16 +18,17 @@
  * (bench/support/bare-hops.mjs: no framework, database, logging or metrics) with storage's part size,
  * queue size and part-buffer budget, so what the byte path itself needs can be read apart from what our
  * services hold at rest.
- * Writes the "memory" section of docs/benchmarks.md unless BENCH_MEMORY_NO_DOCS=1.
+ * Prints its section of docs/benchmarks.md, each load against the floor; `--write-docs` (or BENCH_WRITE_DOCS=1)
+ * also writes it there.
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { cpus, totalmem } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DeleteObjectCommand, GetObjectCommand } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { startBareHops } from './support/bare-hops.mjs';
+import { commandOf, machineLine, reportBlock } from './support/benchmarks.mjs';
 import {
   API_BASE,
   API_KEY,
@@ -42,7 +43,6 @@ import {
   ServiceStack,
   serviceEnv,
   storageUploadSettings,
-  writeDocsSection,
 } from './support/stack.mjs';
 
 /** Concurrency levels, lowest first: a peak that stays put as the load grows is bounded by configuration. */
@@ -67,9 +67,8 @@ const DOWNLOAD_SIZE = parseSize(process.env.BENCH_MEMORY_DOWNLOAD_SIZE ?? '16MiB
 const SOCKET_SLACK = 160 * MiB;
 const SETTLE_MS = Number(process.env.BENCH_MEMORY_SETTLE_S ?? 120) * 1000;
 // "Idle" is a process at rest: V8 grows its young generation to full size while a service starts up and
-// shrinks it back only when its memory reducer runs, a minute or so later (the gateway: 163 MB RSS 15 s
-// after start, 129 MB after 60 s). Measured too early, ours would look bigger at rest and the load would
-// seem to add less than it does.
+// shrinks it back only when its memory reducer runs, about a minute later. Measured too early, ours would look
+// bigger at rest and the load would seem to add less than it does.
 const REST_MS = Number(process.env.BENCH_MEMORY_REST_S ?? 75) * 1000;
 
 const rssOf = (pid) => {
@@ -248,65 +247,35 @@ async function floorOf(s3, settings, block) {
   }
 }
 
-/**
- * Issue 15's memory targets, read from the transfer rows: per size, the highest peak of its uploads and downloads,
- * against gateway < 150 MB and storage < 200 MB, and how far the peaks moved from the smallest size to the largest.
- */
-function transferTargetLines(rows, floor) {
-  const peakOf = (list, size, service) =>
-    Math.max(...list.filter((row) => row.transfer && row.size.bytes === size.bytes).map((row) => row.peak[service]));
-  const verdict = (ok) => (ok ? 'met' : 'missed');
-  const lines = TRANSFER_SIZES.map((size) => {
-    const gateway = peakOf(rows, size, 'gateway');
-    const storage = peakOf(rows, size, 'storage');
-    const bare = floor
-      ? `; the bare hops under the same load: front ${mb(peakOf(floor.rows, size, 'gateway'))}, ` +
-        `back ${mb(peakOf(floor.rows, size, 'storage'))}`
-      : '';
-    return (
-      `- ${TRANSFERS} concurrent transfers of ${size.label} (uploads, then downloads): peak RSS gateway ${mb(gateway)} ` +
-      `(target < 150 MB ${verdict(gateway < 150e6)}), storage ${mb(storage)} ` +
-      `(target < 200 MB ${verdict(storage < 200e6)})${bare}.`
-    );
-  });
-  if (TRANSFER_SIZES.length > 1) {
-    const [smallest, largest] = [TRANSFER_SIZES[0], TRANSFER_SIZES.at(-1)];
-    const moved = (service) => peakOf(rows, largest, service) - peakOf(rows, smallest, service);
-    const within = Math.abs(moved('gateway')) <= 20e6 && Math.abs(moved('storage')) <= 20e6;
-    lines.push(
-      `- from ${smallest.label} to ${largest.label} the peaks moved by ${mb(moved('gateway'))} (gateway) and ` +
-        `${mb(moved('storage'))} (storage): target within 20 MB ${verdict(within)}.`,
-    );
-  }
-  return ['', `**Issue 15's targets** (peak RSS during ${TRANSFERS} concurrent transfers):`, '', ...lines];
-}
-
-/** Ours against the floor, load by load: what each holds at rest, and what the load adds on top. */
-function floorLines(rows, idle, floor) {
-  const growth = (peak, rest) => `${mb(rest)} → ${mb(peak)} (+${mb(peak - rest)})`;
-  const restGap = (service) => mb(idle[service] - floor.idle[service]);
-  return [
-    '',
-    `**The floor, same loads, same run**: the bare Node hops (\`bench/support/bare-hops.mjs\`: busboy and one ` +
-      `chunked PUT in front; SHA-256, part buffers under the same budget and UploadPart in the back; one piped ` +
-      `GET of a signed URL for a download), with no framework, database, logging or metrics.`,
-    '',
-    '| load | time ours / bare | gateway: idle → peak (load adds) | bare front | storage: idle → peak (load adds) | bare back |',
-    '|---|---|---|---|---|---|',
-    ...rows.map((row, i) => {
-      const bare = floor.rows[i];
-      return (
-        `| ${row.load} | ${row.seconds.toFixed(0)} s / ${bare.seconds.toFixed(0)} s | ` +
-        `${growth(row.peak.gateway, idle.gateway)} | ${growth(bare.peak.gateway, floor.idle.gateway)} | ` +
-        `${growth(row.peak.storage, idle.storage)} | ${growth(bare.peak.storage, floor.idle.storage)} |`
-      );
+/** The block of docs/benchmarks.md: each load through ours against the same load through the bare hops. */
+function docsOf({ rows, idle, floor, settings, storageCeiling, settled, workerIdle }) {
+  const growth = (peak, rest) => `${mb(rest)} → ${mb(peak)}`;
+  const ratio = (a, b) => (floor ? (a / b).toFixed(2) : '–');
+  return {
+    machine: machineLine(),
+    command: commandOf('memory'),
+    rows: rows.map((row, i) => {
+      const bare = floor?.rows[i];
+      return [
+        row.load,
+        ratio(row.seconds, bare?.seconds),
+        floor ? `**${ratio(row.peak.gateway, bare.peak.gateway)}**` : '–',
+        floor ? `**${ratio(row.peak.storage, bare.peak.storage)}**` : '–',
+        (row.peak.storage / storageCeiling).toFixed(2),
+        `${row.seconds.toFixed(0)} s / ${bare ? `${bare.seconds.toFixed(0)} s` : '–'}`,
+        growth(row.peak.gateway, idle.gateway),
+        bare ? growth(bare.peak.gateway, floor.idle.gateway) : '–',
+        growth(row.peak.storage, idle.storage),
+        bare ? growth(bare.peak.storage, floor.idle.storage) : '–',
+      ];
     }),
-    '',
-    `At rest the gateway holds ${restGap('gateway')} more than the bare front and storage ${restGap('storage')} ` +
-      `more than the bare back: the framework, database client, queue client, logging and metrics loaded and ` +
-      `started. "Load adds" is what the byte path itself costs on each side; in the download rows, storage's and the ` +
-      `bare back's figures are the part buffers the uploads before them left (a download holds none).`,
-  ];
+    notes: [
+      `idle + budget (${settings.budgetBytes / MiB} MiB) + ${SOCKET_SLACK / MiB} MiB = ` +
+        `${mb(storageCeiling)}; ${settings.partSize / MiB} MiB parts, ${settings.queueSize} in flight per upload.`,
+      `${SETTLE_MS / 1000} s after the last upload, gateway ${mb(settled.gateway)} and storage ${mb(settled.storage)}.`,
+      `${mb(workerIdle)}, previews on, ${REST_MS / 1000} s after start.`,
+    ],
+  };
 }
 
 async function main() {
@@ -344,38 +313,9 @@ async function main() {
     const floor = process.env.BENCH_MEMORY_FLOOR === '0' ? null : await floorOf(s3, settings, block);
 
     const storageCeiling = idle.storage + settings.budgetBytes + SOCKET_SLACK;
-    const lines = [
-      `Machine: ${cpus().length} cores (${cpus()[0]?.model ?? 'unknown'}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB; ` +
-        `services at their default memory settings (STORAGE_MEMORY_BUDGET_BYTES ${settings.budgetBytes / MiB} MiB, ` +
-        `${settings.partSize / MiB} MiB parts, ${settings.queueSize} in flight per upload), one principal with its ` +
-        `concurrency limits raised to the load. Storage ceiling = idle + budget + 160 MiB = ${mb(storageCeiling)}.`,
-      '',
-      '| load | time | gateway idle → peak | storage idle → peak | storage peak / ceiling |',
-      '|---|---|---|---|---|',
-      ...rows.map(
-        (row) =>
-          `| ${row.load} | ${row.seconds.toFixed(0)} s | ${mb(idle.gateway)} → ${mb(row.peak.gateway)} | ` +
-          `${mb(idle.storage)} → ${mb(row.peak.storage)} | ${(row.peak.storage / storageCeiling).toFixed(2)} |`,
-      ),
-      '',
-      `${SETTLE_MS / 1000} s after the last upload: gateway ${mb(settled.gateway)}, storage ${mb(settled.storage)} ` +
-        `(idle before the loads: ${mb(idle.gateway)}, ${mb(idle.storage)}).`,
-      '',
-      `The worker at rest (previews on, ${REST_MS / 1000} s after start): ${mb(workerIdle)} — target < 150 MB ` +
-        `${workerIdle < 150e6 ? 'met' : 'missed'}.`,
-      ...(TRANSFER_SIZES.length > 0 ? transferTargetLines(rows, floor) : []),
-      ...(floor ? floorLines(rows, idle, floor) : []),
-    ];
-    console.log(lines.join('\n'));
+    reportBlock('memory', docsOf({ rows, idle, floor, settings, storageCeiling, settled, workerIdle }));
     const withinCeiling = rows.every((row) => row.peak.storage <= storageCeiling);
     console.log(withinCeiling ? 'storage stayed under its documented ceiling' : 'storage went PAST its ceiling');
-    if (process.env.BENCH_MEMORY_NO_DOCS !== '1') {
-      writeDocsSection(
-        'memory',
-        'memory.bench.mjs',
-        `## Memory under concurrent load\n\n${lines.join('\n')}\n\nRe-run: \`npm run bench:memory\`.\n`,
-      );
-    }
     if (!withinCeiling) process.exitCode = 1;
   } finally {
     await stack.stop();

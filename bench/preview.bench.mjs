@@ -7,7 +7,8 @@
  *   - the naive baseline: a cold `soffice --headless --convert-to pdf` per office file with a fresh profile;
  *   - cached preview throughput against a plain download of an artifact of the same size;
  *   - 20 concurrent identical requests for new content, and how many conversions the worker ran for them.
- * Prints medians, p95 and ratios; writes docs/benchmarks.md's preview section (BENCH_WRITE_DOCS=0 skips it).
+ * Prints medians, p95 and ratios as its section of docs/benchmarks.md; `--write-docs` (or BENCH_WRITE_DOCS=1)
+ * also writes it there.
  *
  *   bash bench/run.sh preview            (BENCH_REPS=5 by default; BENCH_COLD_REPS=3)
  *
@@ -16,20 +17,19 @@
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir, cpus } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { deflateSync } from 'node:zlib';
+import { commandOf, machineLine, reportBlock } from './support/benchmarks.mjs';
 import {
   API_BASE as API,
   API_KEY as KEY,
   benchS3Client,
-  DOCS_FILE,
   ensureBucket,
   PORT_BASE,
   serviceEnv,
   ServiceStack,
-  writeDocsSection,
 } from './support/stack.mjs';
 
 const REPS = Math.max(1, Number(process.env.BENCH_REPS ?? 5));
@@ -296,32 +296,36 @@ async function main() {
       identical,
       officeFirst,
     };
-    if (process.env.BENCH_WRITE_DOCS !== '0') writeDocs(summary);
+    reportBlock('preview', docsOf(summary));
   } finally {
     await stack.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-function writeDocs(s) {
+function docsOf(s) {
+  const pair = (values) => `${ms(median(values))} / ${ms(p95(values))}`;
   const rows = Object.entries(s.results).map(([ext, r]) => {
     const cold = s.cold[ext];
-    return `| ${ext} | ${ms(median(r.first))} | ${ms(p95(r.first))} | ${ms(median(r.cached))} | ${ms(p95(r.cached))} | ${cold ? `${ms(median(cold))} / ${ms(p95(cold))}` : '—'} | ${cold ? (median(r.first) / median(cold)).toFixed(3) : '—'} |`;
+    return [
+      ext,
+      cold ? `**${(median(r.first) / median(cold)).toFixed(3)}**` : '–',
+      pair(r.first),
+      pair(r.cached),
+      cold ? pair(cold) : '–',
+    ];
   });
-  const section = [
-    `Run of ${new Date().toISOString().slice(0, 10)} on ${cpus().length} cores, ${REPS} documents per format (cold baseline: ${Math.min(COLD_REPS, REPS)} per office format). Every first preview is new content; one warm-up conversion per converter family ran before.`,
-    '',
-    '| format | first preview median | p95 | cached median | p95 | cold `soffice --convert-to pdf` median / p95 | ' +
-      'first ÷ cold |',
-    '|---|---|---|---|---|---|---|',
-    ...rows,
-    '',
-    `- Office first preview ÷ cold baseline (target ≤ 0.25): docx ${s.officeFirst[0].toFixed(3)}, xlsx ${s.officeFirst[1].toFixed(3)}, pptx ${s.officeFirst[2].toFixed(3)}.`,
-    `- Cached preview throughput ${s.cachedMBps.toFixed(1)} MB/s vs plain download ${s.plainMBps.toFixed(1)} MB/s of the same ${s.pdfBytes} bytes (200 sequential GETs, median of 3): ratio ${(s.cachedMBps / s.plainMBps).toFixed(2)} (target ≥ 0.8).`,
-    `- 20 concurrent first requests for one new docx: ${s.burstConversions} conversion(s) (target exactly 1), identical answers: ${s.identical}, ${ms(s.burstMs)} for all.`,
-  ].join('\n');
-  writeDocsSection('preview', 'preview.bench.mjs', section);
-  console.log(`wrote ${DOCS_FILE}`);
+  return {
+    machine: machineLine(),
+    command: commandOf('preview'),
+    rows,
+    notes: [
+      `${(s.cachedMBps / s.plainMBps).toFixed(2)} (${s.cachedMBps.toFixed(2)} vs ${s.plainMBps.toFixed(2)} MB/s, ` +
+        `200 sequential GETs of the same ${s.pdfBytes} bytes, median of 3).`,
+      `${s.burstConversions} conversion(s) for one new docx, identical answers: ${s.identical}, ${ms(s.burstMs)} ` +
+        'for all.',
+    ],
+  };
 }
 
 main().catch((error) => {

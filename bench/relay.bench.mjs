@@ -8,13 +8,13 @@
  * same run (a plain HTTP read of the same bytes: the baseline). The gateway on a download and the storage
  * service on a download (plus its S3 client) do this much work at least, per byte.
  *
+ * Prints its section of docs/benchmarks.md; `--write-docs` (or BENCH_WRITE_DOCS=1) also writes it there.
  * A measurement, not a test; it starts no service and needs no S3.
  */
 import { fork } from 'node:child_process';
 import http from 'node:http';
-import { cpus } from 'node:os';
 
-const [role] = process.argv.slice(2);
+const role = ['origin', 'relay'].includes(process.argv[2]) ? process.argv[2] : 'reader';
 const GiB = 1024 ** 3;
 const ORIGIN_PORT = Number(process.env.BENCH_PORT_BASE ?? 19080) + 20;
 const RELAY_PORT = ORIGIN_PORT + 1;
@@ -49,12 +49,14 @@ if (role === 'origin') {
   // Only here: the origin and the relay stay bare Node (the bench support module loads the AWS SDK, whose heap would
   // make every garbage collection in them dearer).
   const { CLK_TCK, procStat } = await import('./support/stack.mjs');
+  const { commandOf, machineLine, reportBlock } = await import('./support/benchmarks.mjs');
+  const rows = [];
   const self = new URL(import.meta.url).pathname;
   const origin = fork(self, ['origin']);
   const relay = fork(self, ['relay']);
   try {
     await Promise.all([origin, relay].map((child) => new Promise((resolve) => child.once('message', resolve))));
-    console.log(`relay bench: ${cpus().length} cores (${cpus()[0]?.model.trim()}), Node ${process.version}`);
+    console.log(`relay bench: ${machineLine()}`);
     const reps = Number(process.env.BENCH_RELAY_REPS ?? 3);
     for (let rep = 1; rep <= reps; rep++) {
       const before = {
@@ -78,12 +80,18 @@ if (role === 'origin') {
       const client = process.cpuUsage(before.client);
       const relayCpu = (procStat(relay.pid).ticks - before.relay) / CLK_TCK;
       const readerCpu = (client.user + client.system) / 1e6;
-      console.log(
-        `rep ${rep}: relay ${relayCpu.toFixed(2)} CPU s/GiB, reader ${readerCpu.toFixed(2)}, ` +
-          `origin ${((procStat(origin.pid).ticks - before.origin) / CLK_TCK).toFixed(2)}; ` +
-          `relay / reader ${(relayCpu / readerCpu).toFixed(2)}; ${(GiB / 1e6 / seconds).toFixed(0)} MB/s`,
-      );
+      const originCpu = (procStat(origin.pid).ticks - before.origin) / CLK_TCK;
+      rows.push([
+        String(rep),
+        `**${(relayCpu / readerCpu).toFixed(2)}**`,
+        relayCpu.toFixed(2),
+        readerCpu.toFixed(2),
+        originCpu.toFixed(2),
+        (GiB / 1e6 / seconds).toFixed(0),
+      ]);
+      console.log(`rep ${rep}: relay / reader ${(relayCpu / readerCpu).toFixed(2)}`);
     }
+    reportBlock('relay', { machine: machineLine(), command: commandOf('relay'), rows });
   } finally {
     origin.kill();
     relay.kill();

@@ -2,8 +2,9 @@
 # `npm run bench [-- SIZES]`: the transfer benchmark (gateway vs direct S3 vs bare Node hops). Not part of `npm test`.
 # `npm run bench:archive [-- SIZES]` (bash bench/run.sh archive [SIZES]): the archive benchmark
 #   (bench/archive.bench.mjs: worker build vs reading every object from S3; default 100MiB,1GiB of 1,000 files).
-#   bash bench/run.sh                 # 100MiB and 1GiB (default), writes docs/benchmarks.md
-#   BENCH_SIZES=16MiB bash bench/run.sh   # quick run; docs/benchmarks.md is left alone
+#   bash bench/run.sh                 # 100MiB and 1GiB (default); prints its section of docs/benchmarks.md
+#   bash bench/run.sh --write-docs    # the same, and rewrites that section (likewise npm run bench:… -- --write-docs)
+#   BENCH_SIZES=16MiB bash bench/run.sh   # quick run
 #   bash bench/run.sh preview         # the preview benchmark (bench/preview.bench.mjs)
 #   bash bench/run.sh memory          # RSS of gateway and storage under 100 uploads / 500 downloads at once
 #   bash bench/run.sh listing         # a session listing of 100,000 artifacts vs pg reading the same rows

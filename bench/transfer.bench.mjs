@@ -4,14 +4,14 @@
  * side by side with a direct @aws-sdk/lib-storage upload and GetObject download of the same bytes to
  * the same S3 server, and with bare Node hops doing the same work (bench/support/bare-hops.mjs), in one
  * run. Prints CPU per GiB and throughput ratios and the peak RSS of the gateway and storage processes
- * during the transfers; writes the figures into docs/benchmarks.md.
+ * during the transfers, and its section of docs/benchmarks.md; `--write-docs` (or BENCH_WRITE_DOCS=1) also writes
+ * that section there.
  *
- *   node bench/transfer.bench.mjs [SIZES]      (normally through `npm run bench`, i.e. bench/run.sh)
+ *   node bench/transfer.bench.mjs [--write-docs] [SIZES]   (normally `npm run bench`, i.e. bench/run.sh)
  *
  * SIZES / BENCH_SIZES: comma-separated, e.g. "100MiB,1GiB" (default) or "16MiB" for a quick run.
  * BENCH_REPS: repetitions per size (default 3 up to 256 MiB, 2 above); each repetition runs both sides
  *   (upload then download), direct first in odd repetitions and ours first in even ones; medians are reported.
- * BENCH_WRITE_DOCS: 1 always writes docs/benchmarks.md, 0 never; default: only when a size ≥ 1 GiB ran.
  * BENCH_DOCS_FILE: write that file instead of docs/benchmarks.md (only its generated section is replaced).
  * BENCH_PORT_BASE: gateway port (storage +1, worker +2); default 19080.
  * S3_PART_SIZE_BYTES / S3_UPLOAD_QUEUE_SIZE: passed to the storage service and used by the direct side.
@@ -22,7 +22,7 @@
  *   bench/results/prof-RUNID/), and each measured transfer's window of time selects its samples in every
  *   profile: the run ends with CPU per GiB by kind of work (GC, socket I/O, parsing, SHA-256, copies, own code,
  *   ...) for gateway and storage next to the bare front and back, the same transfers. The profiler costs CPU
- *   itself, so a profiled run writes its own section of docs/benchmarks.md, never the main table.
+ *   itself, so a profiled run writes its own section ("transfer-profile"), never the main table.
  *
  * This is a measurement, not a test: nothing here asserts wall-clock time. It exits non-zero only when
  * a transfer fails or the bytes do not match.
@@ -47,12 +47,12 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { commandOf, machineLine, positionalArgs, reportBlock } from './support/benchmarks.mjs';
 import {
   API_KEY,
   benchS3Client,
   CLK_TCK,
   deleteAllObjects,
-  DOCS_FILE,
   ensureBucket,
   GiB,
   LOG_DIR,
@@ -66,7 +66,6 @@ import {
   serviceEnv,
   storageUploadSettings,
   ServiceStack,
-  writeDocsSection,
 } from './support/stack.mjs';
 import { startBareHops } from './support/bare-hops.mjs';
 import { KIND_NAMES, breakdown, readProfile, selfTimeWithin } from './support/cpu-profile.mjs';
@@ -83,7 +82,7 @@ const SERVICE_ENV = serviceEnv({ UHP_MAX_FILE_BYTES: String(MAX_FILE_BYTES) });
 const stack = new ServiceStack(SERVICE_ENV);
 
 /** The storage service's part size and queue size, read from the config schema (defaults or the env). */
-const sizes = (process.argv[2] ?? process.env.BENCH_SIZES ?? '100MiB,1GiB')
+const sizes = (positionalArgs()[0] ?? process.env.BENCH_SIZES ?? '100MiB,1GiB')
   .split(',')
   .filter((s) => s.trim())
   .map(parseSize);
@@ -509,7 +508,7 @@ async function main() {
   try {
     // Warm-up (not measured): connections, JIT, the first Prisma queries, and every part buffer an upload holds
     // at once (storage's pool allocates them once per process, lib-storage per upload). Without it the first
-    // measured upload paid the pool's page faults: storage 0.87 s against 0.26 s for the same 100 MiB later.
+    // measured upload would pay the pool's page faults and look several times slower than the same upload later.
     {
       const size = (settings.queueSize + 2) * settings.partSize;
       makeRoomInLocalS3(3 * size);
@@ -655,6 +654,7 @@ async function main() {
   console.log(`\n${table}\n`);
   const reading = renderReading(summary);
   console.log(reading.join('\n'));
+  console.log(`\n${renderCpuTable(summary)}`);
   const profiles = CPU_PROFILE
     ? profileBreakdown(runs, profileDir, {
         ...Object.fromEntries(Object.entries(pids).map(([name, pid]) => [pid, name])),
@@ -672,17 +672,8 @@ async function main() {
   );
   console.log(`\nbench: raw figures in ${resultFile}`);
 
-  const writeDocs =
-    process.env.BENCH_WRITE_DOCS === '1' || (process.env.BENCH_WRITE_DOCS !== '0' && sizes.some((s) => s.bytes >= GiB));
-  if (writeDocs && failures === 0 && profiles) {
-    writeDocsSection('transfer-profile', 'transfer.bench.mjs', renderProfileDocs({ machine, summary, profiles }));
-    console.log(`bench: wrote the profiled section of ${DOCS_FILE}`);
-  } else if (writeDocs && failures === 0) {
-    writeDocsSection('transfer', 'transfer.bench.mjs', renderDocs({ machine, settings, summary, table, reading }));
-    console.log(`bench: wrote ${DOCS_FILE}`);
-  } else if (failures === 0) {
-    console.log('bench: docs/benchmarks.md left alone (no size ≥ 1 GiB in this run; BENCH_WRITE_DOCS=1 forces it)');
-  }
+  if (failures === 0 && profiles) reportBlock('transfer-profile', profileDocsOf(profiles));
+  else if (failures === 0) reportBlock('transfer', docsOf(summary));
   if (failures > 0) {
     console.error(`bench: ${failures} transfer(s) returned the wrong bytes`);
     process.exitCode = 1;
@@ -1027,97 +1018,52 @@ function renderHeaviest(rows) {
     .join('\n');
 }
 
-function renderProfileDocs({ machine, summary, profiles }) {
-  const ratios = summary
-    .map(
-      (row) =>
-        `${row.size} ${row.direction}: gateway + storage ${fmt(row.servicesCpu, 2)} s/GiB, bare hops ${fmt(row.bare?.cpu, 2)} s/GiB (ours ÷ bare ${fmt(row.servicesCpu / row.bare?.cpu, 2)}), direct SDK client ${fmt(row.sdkCpu, 2)} s/GiB (ours ÷ direct ${fmt(row.servicesCpu / row.sdkCpu, 2)}); direct ${fmt(row.directMBs)} MB/s, ours ${fmt(row.oursMBs)} MB/s`,
-    )
-    .map((line) => `- ${line}`)
-    .join('\n');
-  return `## Transfer: where each process spends its CPU (profiled)
-
-Generated by \`BENCH_CPU_PROFILE=1 npm run bench\` (\`bench/transfer.bench.mjs\`) on ${machine.date}. Re-running the
-profiled benchmark rewrites this section; the unprofiled run writes the table above.
-
-**Machine:** ${machine.nproc} cores (${machine.cpuModel}), ${fmt(machine.memoryGiB, 1)} GiB RAM, ${machine.os}, Node ${machine.node};
-S3: ${machine.s3}; ${machine.sdk}; commit ${machine.commit}.
-
-**What is measured.** The same run as the table above (ours, direct, bare, interleaved), with the gateway, the
-storage service and both bare hops under \`node --cpu-prof\`. Each measured transfer's start and end, taken on
-the machine's monotonic clock (the clock of every profile's timestamps), select that transfer's samples in each
-process's profile; warm-up, start-up and the time between transfers are left out. Self time is sorted into
-kinds of work (\`bench/support/cpu-profile.mjs\`) and divided by the bytes moved. The profiler adds CPU of its own
-(roughly a third to a half more), to both sides alike: read the kinds against each other and ours against bare,
-not these seconds against the unprofiled table. **ours − bare** is the two services' sum minus the two bare
-hops' sum, kind by kind: what our services spend above the floor of the same work in bare Node.
-
-The run's own totals, under the profiler:
-
-${ratios}
-
-${renderProfileTable(profiles)}
-
-Heaviest functions by self time, CPU s/GiB:
-
-${renderHeaviest(profiles)}
-`;
+/** The profiled block: each process's kinds of work, and per transfer ours − bare with the ratio of the totals. */
+function profileDocsOf(rows) {
+  const signed = (x, difference) => (difference && x > 0.005 ? `+${fmt(x, 2)}` : fmt(x, 2));
+  const busyOf = (row, names) =>
+    rows
+      .filter((r) => r.size === row.size && r.direction === row.direction && names.includes(r.process))
+      .reduce((sum, r) => sum + r.busy, 0);
+  return {
+    machine: machineLine(),
+    command: commandOf('transfer-profile'),
+    rows: rows.map((row) => {
+      const difference = row.process === 'ours − bare';
+      return [
+        row.size,
+        row.direction,
+        difference ? '**ours − bare**' : row.process,
+        difference ? `**${fmt(busyOf(row, PROFILED.ours) / busyOf(row, PROFILED.bare), 2)}**` : '–',
+        signed(row.busy, difference),
+        ...KIND_NAMES.map((kind) => signed(row.kinds[kind] ?? 0, difference)),
+      ];
+    }),
+  };
 }
 
-function renderDocs({ machine, settings, summary, table, reading }) {
-  return `## Transfer: gateway vs direct S3
-
-Generated by \`npm run bench\` (\`bash bench/run.sh\`, the script is \`bench/transfer.bench.mjs\`) on
-${machine.date}. Re-running the benchmark rewrites this section.
-
-**Machine:** ${machine.nproc} cores (${machine.cpuModel}), ${fmt(machine.memoryGiB, 1)} GiB RAM, ${machine.os}, Node ${machine.node};
-S3: ${machine.s3}; ${machine.sdk}; commit ${machine.commit}.${
-    machine.knobs.length
-      ? `\n\n**Non-default settings in this run:** ${machine.knobs.map((k) => `\`${k}\``).join(', ')}.`
-      : ''
-  }
-
-**What is measured.** One run starts the three services from \`dist/\` (gateway :${PORT_BASE}, storage :${PORT_BASE + 1},
-worker :${PORT_BASE + 2}, LOG_LEVEL=warn) and, for each size, alternates three ways of moving the same bytes
-(a deterministic 16 MiB AES-CTR pattern in 1 MiB blocks, each stamped with its block number):
-
-- **ours**: \`POST /v1/files\` (multipart/form-data, chunked, streamed with \`node:http\`) → gateway → storage
-  service → S3 multipart upload; then \`GET /v1/files/{id}/content\` read to the end (the gateway reads the bytes
-  from S3 itself, through a URL the storage service signs: \`STORAGE_DIRECT_READS\`, on by default).
-- **direct**: \`@aws-sdk/lib-storage\` \`Upload\` straight to the same bucket with the storage service's own client
-  settings (part size ${settings.partSize / MiB} MiB, queue size ${settings.queueSize}, no per-part checksums, keep-alive agent); then
-  \`GetObjectCommand\` with the \`Body\` stream read to the end.
-- **bare**: the same \`POST\` body to two bare Node processes (\`bench/support/bare-hops.mjs\`) doing exactly
-  the work our two services must do for it and nothing else: busboy, one chunked PUT to the second, which
-  hashes every byte (SHA-256), copies it into reused ${settings.partSize / MiB} MiB part buffers and sends them as \`UploadPart\`s
-  (queue ${settings.queueSize}) with the storage service's client settings; then a download through the first alone, which
-  opens a URL signed for the object and pipes S3's answer into its own, as the gateway does. No framework,
-  database, logging, metrics or limits: the floor under our byte path on this machine, measured in the same run.
-
-Before the first size, one unmeasured transfer of ${(settings.queueSize + 2) * (settings.partSize / MiB)} MiB each way on each side warms up connections,
-JIT and every part buffer an upload holds at once. Every download is compared byte for byte with the generated
-data; every gateway upload's \`sha256\` is checked. CPU per GiB is the mean over the runs; throughput is the median, MB = 10⁶ bytes, time from the request to the
-last byte (upload: to the answer). "CPU direct / ours" is the CPU time all processes doing the transfer
-(client, gateway, storage, radosgw, OSD, worker) spent per GiB on the direct side divided by the same on
-ours: on a machine whose cores are saturated, as here, it is what the throughput ratio tends to, and it is
-much less sensitive to other load on the machine than wall-clock throughput. Peak RSS is the highest
-\`VmRSS\` of each process sampled every 50 ms during the "ours" transfers. Figures depend on the machine's
-load at the time; only the ratios (both sides measured in the same run, interleaved) are meant to be
-compared between runs.
-
-${table}
-
-**Reading** (targets: CPU per GiB of gateway + storage ÷ the direct SDK client ≤ ${CPU_TARGET.upload} up, ≤ ${CPU_TARGET.download} down; throughput ours / direct ≥ ${RATIO_TARGET}; peak RSS gateway < 150 MB, storage < 200 MB, within 20 MB from the smallest size to the largest):
-
-${reading.join('\n')}
-
-CPU seconds per GiB moved, per process ("client" is the benchmark process itself; "other" is the rest of
-the machine: Postgres, Redis, ceph-mon and anything else running; "machine busy" is the share of all
-${machine.nproc} cores in use during the transfer; page faults are minor faults, 1k/GiB ≈ 4 MiB of memory
-touched anew per GiB moved, 262k/GiB = every byte on a fresh page):
-
-${renderCpuTable(summary)}
-`;
+/** The unprofiled block: per size and direction, ours against the direct client and the bare hops. */
+function docsOf(summary) {
+  const range = (xs) => (xs.length > 1 ? ` (${fmt(Math.min(...xs), 0)}–${fmt(Math.max(...xs), 0)})` : '');
+  return {
+    machine: machineLine(),
+    command: commandOf('transfer'),
+    rows: summary.map((s) => [
+      s.size,
+      s.direction,
+      `**${fmt(s.servicesCpu / s.sdkCpu, 2)}**`,
+      s.bare ? fmt(s.servicesCpu / s.bare.cpu, 2) : '–',
+      fmt(s.ratio, 2),
+      fmt(s.servicesCpu, 2),
+      fmt(s.sdkCpu, 2),
+      s.bare ? fmt(s.bare.cpu, 2) : '–',
+      `${fmt(s.oursMBs)}${range(s.oursAllMBs)}`,
+      `${fmt(s.directMBs)}${range(s.directAllMBs)}`,
+      `${fmt(mb(s.peakRss.gateway))} MB`,
+      `${fmt(mb(s.peakRss.storage))} MB`,
+      String(s.reps.ours),
+    ]),
+  };
 }
 
 main().catch(async (error) => {

@@ -14,6 +14,7 @@
  * BENCH_UPLOAD_SIZE (default 2GiB), BENCH_PART_SIZE (default 64MiB), BENCH_IN_FLIGHT (default 8).
  * Before the rounds, one unmeasured 256 MiB upload each way warms both sides up (JIT, connection pools, the
  * storage service's part buffers and the allocator's first faults); BENCH_WARMUP=0 skips it.
+ * Prints its section of docs/benchmarks.md; `--write-docs` (or BENCH_WRITE_DOCS=1) also writes it there.
  * A measurement, not a test: it exits non-zero only when a transfer fails or the file's SHA-256 is wrong.
  */
 import { createCipheriv, createHash } from 'node:crypto';
@@ -23,6 +24,7 @@ import { performance } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
 import { DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
+import { commandOf, machineLine, reportBlock } from './support/benchmarks.mjs';
 import {
   API_BASE,
   API_KEY,
@@ -218,7 +220,7 @@ try {
     const ours = await viaGateway();
     if (ours.file.sha256 !== sha256 || ours.file.bytes !== SIZE)
       throw new Error('the file does not match the bytes sent');
-    rounds.push({ directRun, ours });
+    rounds.push({ directRun, ours, directCpu: Math.max(0.01, directRun.cpu - generating) });
     const mbps = (seconds) => (SIZE / MB / seconds).toFixed(1);
     const directCpu = Math.max(0.01, directRun.cpu - generating);
     console.log(
@@ -236,11 +238,27 @@ try {
     );
   }
   const rss = { gateway: peakRss(stack.pid('gateway')), storage: peakRss(stack.pid('storage')) };
-  const ratios = rounds.map(({ directRun, ours }) => directRun.seconds / ours.seconds).sort((a, b) => a - b);
-  console.log(`ratio per round (direct time / ours): ${ratios.map((r) => r.toFixed(2)).join(', ')}`);
-  console.log(
-    `peak RSS over all rounds: gateway ${(rss.gateway / MiB).toFixed(0)} MiB, storage ${(rss.storage / MiB).toFixed(0)} MiB (storage budget ${(budget / MiB).toFixed(0)} MiB)`,
-  );
+  const seconds = (s) => `${s.toFixed(1)} s`;
+  const rate = (s) => `${(SIZE / MB / s).toFixed(0)} MB/s`;
+  reportBlock('uploads', {
+    machine: machineLine(),
+    command: commandOf('uploads'),
+    rows: rounds.map(({ directRun, ours, directCpu }, i) => [
+      String(i + 1),
+      `**${(directRun.seconds / ours.seconds).toFixed(2)}**`,
+      (ours.cpu / directCpu).toFixed(2),
+      `${seconds(ours.partsSeconds)} + ${ours.completeSeconds.toFixed(2)} s (${rate(ours.seconds)})`,
+      `${seconds(directRun.seconds)} (${rate(directRun.seconds)})`,
+      `+${seconds(ours.hashedSeconds)}`,
+      (ours.cpu / GiBs).toFixed(2),
+      (directCpu / GiBs).toFixed(2),
+    ]),
+    notes: [
+      `${(SIZE / MiB).toFixed(0)} MiB as ${PARTS} × ${PART / MiB} MiB parts, ${IN_FLIGHT} in flight; part-buffer ` +
+        `budget ${(budget / MiB).toFixed(0)} MiB; ${process.env.BENCH_WARMUP === '0' ? 'no' : '256 MiB'} warm-up.`,
+      `gateway ${(rss.gateway / MiB).toFixed(0)} MiB, storage ${(rss.storage / MiB).toFixed(0)} MiB.`,
+    ],
+  });
 } finally {
   await stack.stop();
   await deleteAllObjects(s3).catch(() => undefined);

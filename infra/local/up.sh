@@ -184,8 +184,14 @@ migrate() {
   ((rc == 0)) || die "prisma migrate deploy failed"
 }
 
+# ------------------------------------------------------------- the tour ---
+# The README's curl tour reads answers with jq: installed here so that the tour works as written after
+# `npm start`, and so that `npm test`, which runs it (test/e2e/doc-snippets.test.ts), finds it too.
+ensure_tour_tools() { command -v jq >/dev/null 2>&1 || apt_install jq; }
+
 # ------------------------------------------------------------------ main ---
 t0=$SECONDS
+ensure_tour_tools
 ensure_postgres
 ensure_databases
 ensure_redis

@@ -19,8 +19,18 @@ describe('the chart refuses to render', () => {
     expect(await renderFailure({ values: 'minimal', set: { storageToken: 'uhp-dev-storage-token' } })).toMatch(
       /storageToken is the development token \(uhp-dev-storage-token\)/,
     );
-    expect(await renderFailure({ values: 'minimal', set: { storageToken: 'short' } })).toMatch(
-      /storageToken is shorter than 16 characters/,
+    expect(await renderFailure({ values: 'minimal', set: { storageToken: 'x'.repeat(31) } })).toMatch(
+      /storageToken is shorter than 32 characters/,
+    );
+  });
+
+  it('in production, with a loopback public URL or /metrics on the public API port', async () => {
+    for (const url of ['http://localhost:8080', 'http://127.0.0.1', 'http://[::1]:8080/', 'http://files.localhost'])
+      expect(await renderFailure({ values: 'minimal', set: { publicBaseUrl: url } }), url).toMatch(
+        /publicBaseUrl points to a loopback address .* \(environment: production\)/,
+      );
+    expect(await renderFailure({ values: 'minimal', overrides: { gateway: { apiMetrics: true } } })).toMatch(
+      /gateway.apiMetrics serves \/metrics on the public API port, which production refuses/,
     );
   });
 

@@ -12,7 +12,7 @@ import {
   workerConfigSchema,
 } from '@app/common';
 import { QUEUE_NAMES } from '@app/contracts';
-import { byKind, CI_VALUES, render, type K8sObject } from './support/helm';
+import { byKind, CI_VALUES, render, renderFailure, type K8sObject } from './support/helm';
 import { deployments, plainValue, resolveEnv, serviceOf, workloads, type Workload } from './support/workloads';
 
 /**
@@ -92,9 +92,11 @@ describe.each(CI_VALUES)('ci/%s-values.yaml', (values) => {
         Object.entries(env).map(([name, entry]) => [name, 'value' in entry ? entry.value : SECRET_PLACEHOLDERS[name]]),
       );
       expect(() => loadConfig(SCHEMAS[service], plain), deployment.metadata.name).not.toThrow();
+      // Production: the services themselves refuse what only suits a laptop (config.schema.ts).
+      expect(loadConfig(SCHEMAS[service], plain).UHP_ENV, deployment.metadata.name).toBe('production');
       if (service === 'gateway') {
         const config = loadConfig(gatewayConfigSchema, plain);
-        expect(config.UHP_API_METRICS).toBe(true);
+        expect(config.UHP_API_METRICS).toBe(false);
         expect(config.STORAGE_DIRECT_READS).toBe(true);
       }
     }
@@ -196,3 +198,26 @@ function servedHealthPaths(): string[] {
 }
 
 export type { Workload };
+
+describe('gateway.corsOrigins', () => {
+  const corsOf = async (overrides?: Record<string, unknown>) => {
+    const objects = await render({ values: 'minimal', overrides });
+    const gateway = deployments(objects).find((deployment) => serviceOf(deployment) === 'gateway')!;
+    const value = plainValue(resolveEnv(gateway.spec.template.spec.containers[0]!, objects), 'UHP_CORS_ORIGINS');
+    return { value, parsed: loadConfig(gatewayConfigSchema, { UHP_CORS_ORIGINS: value }).UHP_CORS_ORIGINS };
+  };
+
+  it('lets any page in by default, or the origins listed (a list or a comma-separated string)', async () => {
+    expect(await corsOf()).toEqual({ value: '*', parsed: '*' });
+    const origins = ['https://app.example.com', 'http://127.0.0.1:3000'];
+    expect(await corsOf({ gateway: { corsOrigins: origins } })).toEqual({ value: origins.join(','), parsed: origins });
+    expect((await corsOf({ gateway: { corsOrigins: origins.join(', ') } })).parsed).toEqual(origins);
+  });
+
+  it('refuses at render what no browser sends as its Origin', async () => {
+    for (const corsOrigins of ['app.example.com', 'https://app.example.com/', ['https://App.example.com'], []])
+      expect(await renderFailure({ values: 'minimal', overrides: { gateway: { corsOrigins } } })).toMatch(
+        /corsOrigins/,
+      );
+  });
+});

@@ -133,6 +133,10 @@ beforeAll(async () => {
   await removeOurs();
   objects = await render({
     overrides: {
+      // The suite reaches the gateway on loopback and reads /metrics on its API port: production refuses
+      // both, development starts with a warning for each (the chart tests prove the production refusals).
+      environment: 'development',
+      gateway: { apiMetrics: true },
       publicBaseUrl: BASE_URL,
       image: { repository: 'uhp-files', tag: 'local', pullPolicy: 'Never' },
       // The compose stack's backing services, by their names on its backend network.

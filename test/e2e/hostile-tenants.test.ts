@@ -154,17 +154,24 @@ describe('nobody’s body is read before they are known; idle transfers are cut'
     await api('DELETE', `/v1/files/${file.id}`, { base: `http://127.0.0.1:${port()}` });
   });
 
-  it('answers without X-Powered-By, and a failing /readyz names no dependency error', async () => {
-    const res = await fetch(`http://127.0.0.1:${port()}/v1/limits`);
+  it('answers without X-Powered-By; with the storage service gone it stays ready, and neither the 503 nor /healthz names a host, port or error', async () => {
+    const base = `http://127.0.0.1:${port()}`;
+    const res = await fetch(`${base}/v1/limits`);
     expect(res.headers.get('x-powered-by')).toBeNull();
     stack.kill('storage');
     try {
-      const ready = await fetch(`http://127.0.0.1:${port()}/readyz`);
-      expect(ready.status).toBe(503);
+      const ready = await fetch(`${base}/readyz`);
+      expect(ready.status).toBe(200);
       expect(ready.headers.get('x-powered-by')).toBeNull();
-      const body = await ready.text();
-      expect(body).toContain('storage');
-      expect(body).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|\d{4,5}|Error/);
+      const upload = await api('POST', '/v1/files', { base, form: fileForm('gone.txt', 'storage is gone') });
+      expect(upload.status).toBe(503);
+      expect(upload.headers.get('retry-after')).toBeTruthy();
+      expect(upload.body.toString()).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|\d{4,5}|Error/);
+      const health = await fetch(`${base}/healthz`);
+      expect(health.status).toBe(200);
+      const body = await health.text();
+      expect(JSON.parse(body).dependencies.storage).toMatchObject({ up: false });
+      expect(body).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|connect/);
     } finally {
       await stack.start(['storage']);
     }

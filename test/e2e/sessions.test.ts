@@ -47,7 +47,7 @@ describe('sessions, containers and container files', () => {
     expect([inKey.status, inKey.json.error.code]).toEqual([400, 'invalid_json']);
     const inName = await api('POST', '/v1/containers', { json: { name: '\udfff', file_ids: [] } });
     expect([inName.status, inName.json.error.code]).toEqual([400, 'invalid_json']);
-    // And U+0000, which Postgres does not store: found by the fuzzer (seed 20261203, case 8026).
+    // And U+0000, which Postgres does not store in text: refused at the edge rather than failing in the insert.
     const nul = await api('POST', '/v1/sessions', { json: { metadata: { note: 'a\u0000b' } } });
     expect([nul.status, nul.json.error.code, nul.json.error.param]).toEqual([400, 'invalid_request', 'metadata']);
     const nulName = await api('POST', '/v1/containers', { json: { name: 'a\u0000b' } });

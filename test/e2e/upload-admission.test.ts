@@ -345,6 +345,8 @@ describe('the bytes a principal’s pending uploads hold', () => {
   const stack = new Stack(testPort(20280), {
     UHP_API_KEYS: `alice=${KEYS.alice},bob=${KEYS.bob},${CAROL_NAME}=${CAROL}`,
     UHP_MAX_PENDING_UPLOAD_BYTES: String(16 * MiB),
+    // The pending bytes must hold one largest file.
+    UHP_MAX_FILE_BYTES: String(16 * MiB),
   });
   beforeAll(() => stack.start(), 120_000);
   afterAll(async () => {

@@ -10,7 +10,7 @@
  * checkouts and CI and are never stopped. S3 is the shared radosgw behind a TCP-level proxy
  * (test/support/s3-fault-proxy.ts) whose `goAway` resets every connection and refuses new ones: to the
  * storage service that is exactly an S3 server going down. A second radosgw would also need a second
- * Ceph monitor and OSD (infra/local/s3.sh) — ~400 MB and ~15 s per start for the same view from the client.
+ * Ceph monitor and OSD (infra/local/s3.sh), heavy in memory and start time, for the same view from the client.
  *
  * Scenarios that leave an UPLOADING row (a gateway killed mid-upload, Postgres gone at commit) come
  * first: the worker reclaims such rows after STALE_UPLOAD_SECONDS (60 s, its minimum), and the last test
@@ -24,7 +24,16 @@ import { KEYS } from '../support/env';
 import { pollUntil } from '../support/poll';
 import { docx, paragraph } from '../support/preview-fixtures';
 import { slowUpload } from '../support/slow-upload';
-import { answerOf, expectRetryable, FaultsWorld, MiB, randomData, sha256, stalledGet } from './support/faults-world';
+import {
+  answerOf,
+  DEPENDENCY_BOUNDS_MS,
+  expectRetryable,
+  FaultsWorld,
+  MiB,
+  randomData,
+  sha256,
+  stalledGet,
+} from './support/faults-world';
 
 const world = new FaultsWorld();
 
@@ -352,6 +361,127 @@ describe('the worker SIGKILLed mid-job', () => {
     expect(zip.body.length).toBeGreaterThan(32 * MiB);
     await world.expectDoctorClean();
   });
+});
+
+/** What a client measures: the answer, and how long it took to come. */
+async function timed(request: () => Promise<ApiResponse>): Promise<{ res: ApiResponse; ms: number }> {
+  const started = Date.now();
+  const res = await request();
+  return { res, ms: Date.now() - started };
+}
+
+/** Every service that is not itself stalled stays in rotation: /readyz 200. */
+async function expectAllReady(except?: 'storage'): Promise<void> {
+  for (const service of ['gateway', 'storage', 'worker'] as const) {
+    if (service === except) continue;
+    const ready = await world.probe(service, '/readyz');
+    expect(ready.status, `${service} /readyz: ${ready.text}`).toBe(200);
+  }
+}
+
+/** What a service's /healthz and its `uhp_dependency_up` gauge say of one dependency. */
+async function dependencyState(service: 'gateway' | 'storage', dependency: string) {
+  const health = JSON.parse((await world.probe(service, '/healthz')).text);
+  const metrics = (await world.probe(service, '/metrics')).text;
+  const gauge = new RegExp(`^uhp_dependency_up\\{[^}]*dependency="${dependency}"[^}]*\\} (\\d)`, 'm').exec(metrics);
+  return { up: health.dependencies?.[dependency]?.up as boolean | undefined, gauge: gauge?.[1] };
+}
+
+/** Room above a bound for the work around it (a probe's own answer, the answer's way back), not a speed claim. */
+const MARGIN_MS = 4_000;
+
+describe('a dependency stalled (frozen with its connections open, as SIGSTOP does)', () => {
+  it('S3 for 30 s: every /readyz stays 200; an upload and a download answer 503 within S3_REQUEST_TIMEOUT_MS, then at once; afterwards uploads succeed with no restart', async () => {
+    const before = randomData(128 * 1024);
+    const stored = await world.upload('before-s3-stall.bin', before);
+    expect(stored.status).toBe(200);
+    const stalledAt = Date.now();
+    world.s3.stall();
+    try {
+      const upload = await timed(() => world.upload('during-s3-stall.bin', randomData(64 * 1024)));
+      expectRetryable(upload.res);
+      expect(upload.ms).toBeLessThan(DEPENDENCY_BOUNDS_MS.s3 + MARGIN_MS);
+      const download = await timed(() => world.call('GET', `/v1/files/${stored.json.id}/content`));
+      expectRetryable(download.res);
+      expect(download.ms).toBeLessThan(DEPENDENCY_BOUNDS_MS.s3 + MARGIN_MS);
+      // Known down now: the same requests are refused before anything is sent to S3.
+      const again = await timed(() => world.upload('during-s3-stall-2.bin', randomData(64 * 1024)));
+      expectRetryable(again.res);
+      expect(again.ms).toBeLessThan(DEPENDENCY_BOUNDS_MS.s3);
+      expect(await dependencyState('storage', 's3')).toEqual({ up: false, gauge: '0' });
+      while (Date.now() - stalledAt < 30_000) {
+        await expectAllReady();
+        await sleep(2_000);
+      }
+    } finally {
+      world.s3.unstall();
+    }
+    await uploadOk('after-s3-stall.bin');
+    await downloadOk(`/v1/files/${stored.json.id}/content`, before);
+    expect(await dependencyState('storage', 's3')).toEqual({ up: true, gauge: '1' });
+    await world.expectDoctorClean();
+  }, 90_000);
+
+  it('the storage service: gateway and worker stay ready; an upload and a download answer 503 within the bound, then at once; afterwards both succeed', async () => {
+    const before = randomData(128 * 1024);
+    const stored = await world.upload('before-storage-stall.bin', before);
+    expect(stored.status).toBe(200);
+    world.stack.pause('storage');
+    try {
+      // Unanswered for STORAGE_REQUEST_TIMEOUT_MS, then a probe of /healthz unanswered for as long.
+      const bound = 2 * DEPENDENCY_BOUNDS_MS.storage;
+      const upload = await timed(() => world.upload('during-storage-stall.bin', randomData(64 * 1024)));
+      expectRetryable(upload.res);
+      expect(upload.ms).toBeLessThan(bound + MARGIN_MS);
+      const download = await timed(() => world.call('GET', `/v1/files/${stored.json.id}/content`));
+      expectRetryable(download.res);
+      expect(download.ms).toBeLessThan(DEPENDENCY_BOUNDS_MS.storage);
+      expect(await dependencyState('gateway', 'storage')).toEqual({ up: false, gauge: '0' });
+      await expectAllReady('storage');
+    } finally {
+      world.stack.resume('storage');
+    }
+    await uploadOk('after-storage-stall.bin');
+    await downloadOk(`/v1/files/${stored.json.id}/content`, before);
+    await world.expectDoctorClean();
+  }, 90_000);
+
+  it('Redis: previews and archives answer 503 within REDIS_COMMAND_TIMEOUT_MS; uploads and downloads go on; afterwards previews are served', async () => {
+    const session = await world.session();
+    const png = await sharp({ create: { width: 16, height: 16, channels: 3, background: '#aa3366' } })
+      .png()
+      .toBuffer();
+    const image = await world.artifact(session.container_id, 'stall.png', png, 'image/png');
+    const pdfPath = `/v1/containers/${session.container_id}/files/${image.id}/pdf`;
+    const archivePath = `/v1/sessions/${session.id}/files/archive`;
+    world.redis.pause();
+    try {
+      const preview = await timed(() => world.call('GET', pdfPath));
+      expectRetryable(preview.res);
+      expect(preview.ms).toBeLessThan(DEPENDENCY_BOUNDS_MS.redis + MARGIN_MS);
+      const archive = await timed(() => world.call('GET', archivePath));
+      expectRetryable(archive.res);
+      expect(archive.ms).toBeLessThan(DEPENDENCY_BOUNDS_MS.redis);
+      const data = randomData(96 * 1024);
+      const uploaded = await world.upload('during-redis-stall.bin', data);
+      expect(uploaded.status, uploaded.body.toString()).toBe(200);
+      await downloadOk(`/v1/files/${uploaded.json.id}/content`, data);
+      expect(await dependencyState('gateway', 'redis')).toEqual({ up: false, gauge: '0' });
+      await expectAllReady();
+    } finally {
+      world.redis.resume();
+    }
+    const pdf = await untilServed(() => world.call('GET', pdfPath), 30_000);
+    expect(pdf.status, pdf.body.toString()).toBe(200);
+    expect(pdf.headers.get('content-type')).toBe('application/pdf');
+    // The archive refused while Redis stalled is built once asked again, as Retry-After says.
+    const zip = await untilServed(async () => {
+      const res = await world.call('GET', archivePath);
+      return res.status === 202 ? { ...res, status: 503 } : res;
+    }, 30_000);
+    expect(zip.status, zip.body.toString()).toBe(200);
+    await world.expectDoctorClean();
+  }, 120_000);
 });
 
 describe('after every fault', () => {

@@ -21,7 +21,7 @@ function packagesLoadedBy(app: 'gateway' | 'storage' | 'worker'): string[] {
 
 describe('what each built service loads', () => {
   it('storage queues nothing and loads no queue client; the gateway and the worker do', () => {
-    // Kept out of storage so its resting heap stays small: BullMQ is ~5 MB of heap and ~8 MB of RSS there.
+    // Kept out of storage so its resting heap stays small: it has no queue work, and BullMQ is not free to load.
     const storage = packagesLoadedBy('storage');
     expect(storage).toContain('@aws-sdk/client-s3');
     expect(storage).not.toContain('bullmq');

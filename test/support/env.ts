@@ -55,6 +55,9 @@ export function stackEnv(portBase: number, overrides: Record<string, string> = {
     UHP_MAX_SINGLE_REQUEST_FILE_BYTES: String(TEST_MAX_SINGLE_REQUEST_FILE_BYTES),
     UHP_MAX_INLINE_FILE_BYTES: String(1024 * 1024),
     UHP_PUBLIC_BASE_URL: `http://127.0.0.1:${portBase}`,
+    // The contract's GET /metrics without a key on the API port (off by default), which the scope and fuzz
+    // tests check.
+    UHP_API_METRICS: 'true',
     UHP_DRAIN_TIMEOUT_MS: '10000',
     SWEEP_INTERVAL_MS: '2000',
     AGENT_HTTP_URL: `http://127.0.0.1:${agentPort(portBase)}/task`,

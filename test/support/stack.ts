@@ -85,6 +85,15 @@ export class Stack {
     await this.start([name]);
   }
 
+  /** Freezes one service (SIGSTOP), as a stalled process: its connections stay open and nothing answers. */
+  pause(name: ServiceName): void {
+    process.kill(this.pid(name), 'SIGSTOP');
+  }
+
+  resume(name: ServiceName): void {
+    process.kill(this.pid(name), 'SIGCONT');
+  }
+
   /** Sends SIGTERM to one service and resolves with its exit code once it has stopped by itself. */
   async terminate(name: ServiceName): Promise<number | null> {
     const child = this.processes.get(name);

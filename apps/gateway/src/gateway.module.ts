@@ -1,14 +1,15 @@
 import { Inject, type MiddlewareConsumer, Module, type NestModule, type Type } from '@nestjs/common';
 import { DiscoveryModule, DiscoveryService } from '@nestjs/core';
-import { ObjectStoreModule } from '@app/common';
+import { ObjectStoreModule, serviceHealth } from '@app/common';
 import { DatabaseHealth, DbModule } from '@app/db';
 import { LifecycleModule } from '@app/lifecycle';
-import { QueueModule, queueingServiceHealth } from '@app/queue';
+import { QueueModule } from '@app/queue';
 import { ArchivesModule } from './archives/archives.module';
 import { ApiKeyMiddleware } from './auth/auth';
 import { AuthModule } from './auth/auth.module';
 import { ContainersModule } from './containers/containers.module';
 import { FilesModule } from './files/files.module';
+import { CorsMiddleware } from './http/cors.middleware';
 import { HttpModule } from './http/http.module';
 import { jsonBodyRoutes } from './http/json-body.decorator';
 import { JsonBodyMiddleware } from './http/json-body.middleware';
@@ -17,7 +18,7 @@ import { OpenApiModule } from './openapi/openapi.module';
 import { PreviewsModule } from './previews/previews.module';
 import { ResponsesModule } from './responses/responses.module';
 import { SessionsModule } from './sessions/sessions.module';
-import { TusCorsMiddleware, TusHeadersMiddleware } from './tus/tus.middleware';
+import { TusDiscoveryMiddleware, TusHeadersMiddleware } from './tus/tus.middleware';
 import { TusModule } from './tus/tus.module';
 import { PartArrivalMiddleware } from './uploads/openai/part-arrival';
 import { UploadsModule } from './uploads/openai/uploads.module';
@@ -30,7 +31,7 @@ import { UploadsModule } from './uploads/openai/uploads.module';
     ObjectStoreModule.forRoot(),
     QueueModule.forRoot({ failFastOnRedisDown: true }),
     LifecycleModule,
-    queueingServiceHealth(DatabaseHealth, { needsRedis: false }),
+    serviceHealth(DatabaseHealth),
     HttpModule,
     AuthModule,
     FilesModule,
@@ -54,9 +55,11 @@ export class GatewayModule implements NestModule {
    * once the answer is out is drained within the drain budget.
    */
   configure(consumer: MiddlewareConsumer): void {
-    // Before the key check: a part's place in line is its arrival, and a browser reads a tus 401 only with CORS.
+    // Before the key check: tus's discovery headers and CORS answer OPTIONS (a preflight carries no key), a browser
+    // reads a 401 only with CORS headers, and a part's place in line is its arrival.
+    consumer.apply(TusDiscoveryMiddleware).forRoutes('v1/tus', 'v1/tus/*path');
+    consumer.apply(CorsMiddleware).forRoutes('v1', 'v1/*path');
     consumer.apply(PartArrivalMiddleware).forRoutes('v1/uploads/*path');
-    consumer.apply(TusCorsMiddleware).forRoutes('v1/tus', 'v1/tus/*path');
     consumer.apply(ApiKeyMiddleware).forRoutes('*path');
     consumer.apply(TusHeadersMiddleware).forRoutes('v1/tus', 'v1/tus/*path');
     const controllers = this.discovery.getControllers().map((wrapper) => wrapper.metatype as Type);

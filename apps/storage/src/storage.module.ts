@@ -1,14 +1,7 @@
 import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { Gauge, type Registry } from 'prom-client';
-import {
-  APP_CONFIG,
-  HealthModule,
-  METRICS_REGISTRY,
-  READINESS_CHECKS,
-  type ReadinessCheck,
-  type StorageConfig,
-} from '@app/common';
+import { APP_CONFIG, DependencyMonitor, METRICS_REGISTRY, serviceHealth, type StorageConfig } from '@app/common';
 // By path, not the '@app/db' barrel: that one also loads the unit of work and with it the queue client.
 import { DatabaseHealth, MultipartJournalModule, S3MultipartRepository } from '@app/db';
 import {
@@ -24,8 +17,12 @@ import { StorageTokenGuard } from './objects/storage-token.guard';
 
 const s3Client = {
   provide: S3ObjectClient,
-  useFactory: (config: StorageConfig, journal: S3MultipartRepository) => new S3ObjectClient(config, journal),
-  inject: [APP_CONFIG, S3MultipartRepository],
+  useFactory: (config: StorageConfig, journal: S3MultipartRepository, dependencies: DependencyMonitor) => {
+    const client = new S3ObjectClient(config, journal);
+    dependencies.track(client.breaker);
+    return client;
+  },
+  inject: [APP_CONFIG, S3MultipartRepository, DependencyMonitor],
 };
 
 /** How the part buffers of this process are used: bytes lent out, bytes held, uploads waiting for one. */
@@ -72,17 +69,8 @@ class S3Module {}
 @Module({
   imports: [
     S3Module,
-    HealthModule.forRoot(
-      {
-        provide: READINESS_CHECKS,
-        useFactory: (s3: S3ObjectClient, database: DatabaseHealth): ReadinessCheck[] => [
-          { name: 's3', check: () => s3.ping() },
-          { name: 'postgres', check: () => database.ping() },
-        ],
-        inject: [S3ObjectClient, DatabaseHealth],
-      },
-      [S3Module],
-    ),
+    // Not S3: see ReadinessCheck. Its state is in /healthz.
+    serviceHealth(DatabaseHealth, { imports: [S3Module] }),
   ],
   controllers: [ObjectsController, ComposeController, HashController, MultipartController, ReadUrlsController],
   providers: [ObjectsService, partBufferMetrics, { provide: APP_GUARD, useClass: StorageTokenGuard }],

@@ -1,8 +1,8 @@
 import { type DynamicModule, Module, type Provider } from '@nestjs/common';
-import { ObjectStoreModule, READINESS_DETAILS, type WorkerConfig } from '@app/common';
+import { ObjectStoreModule, READINESS_DETAILS, serviceHealth, type WorkerConfig } from '@app/common';
 import { DatabaseHealth, DbModule } from '@app/db';
 import { LifecycleModule } from '@app/lifecycle';
-import { QueueModule, queueingServiceHealth } from '@app/queue';
+import { QueueModule } from '@app/queue';
 import { ArchivesModule } from './archives/archives.module';
 import { JobMetricsModule } from './jobs/job-metrics';
 import { QueueProcessorModule } from './jobs/queue-processor';
@@ -41,7 +41,7 @@ export class WorkerModule {
         ...(previews ? [PreviewsModule] : []),
         ...(queues.has('archive') ? [ArchivesModule] : []),
         ...(queues.has('purge') ? [PurgeModule] : []),
-        queueingServiceHealth(DatabaseHealth, {
+        serviceHealth(DatabaseHealth, {
           details: [details],
           // Ready once the first check of the converters is recorded, so gateways know what previews.
           ...(previews

@@ -21,7 +21,15 @@ export const repository = (type: new (db: PrismaService) => unknown): Provider =
 /** The process's one Prisma client, from its config's DATABASE_URL and pool size. */
 export const prismaProvider = {
   provide: PrismaService,
-  useFactory: (config: { DATABASE_URL: string; DATABASE_POOL_SIZE: number }) =>
-    new PrismaService(config.DATABASE_URL, config.DATABASE_POOL_SIZE),
+  useFactory: (config: {
+    DATABASE_URL: string;
+    DATABASE_POOL_SIZE: number;
+    DATABASE_CONNECT_TIMEOUT_MS: number;
+    DATABASE_STATEMENT_TIMEOUT_MS: number;
+  }) =>
+    new PrismaService(config.DATABASE_URL, config.DATABASE_POOL_SIZE, {
+      connectMs: config.DATABASE_CONNECT_TIMEOUT_MS,
+      statementMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+    }),
   inject: [APP_CONFIG],
 };

@@ -1,8 +1,17 @@
 import { InjectQueue } from '@nestjs/bullmq';
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, type OnModuleDestroy, Optional } from '@nestjs/common';
 import type { Queue } from 'bullmq';
 import { JOB, JOBS, QUEUE, type JobName, type JobPayloads, type QueueName } from '@app/contracts';
-import { ApiError, LOGGER, currentRequestId, type AppLogger } from '@app/common';
+import {
+  APP_CONFIG,
+  ApiError,
+  CircuitBreaker,
+  DependencyMonitor,
+  LOGGER,
+  currentRequestId,
+  withTimeout,
+  type AppLogger,
+} from '@app/common';
 
 /** BullMQ's largest priority. */
 const MAX_PRIORITY = 2_097_152;
@@ -19,16 +28,45 @@ export interface QueueDepth {
  * retry options come from the contract, the request id from the current request.
  */
 @Injectable()
-export class JobBus {
+export class JobBus implements OnModuleDestroy {
   private readonly queues: Record<QueueName, Queue>;
+  /**
+   * Whether Redis answers: a command that waits REDIS_COMMAND_TIMEOUT_MS, or finds nobody listening, marks it
+   * down, and enqueues are refused at once (503) until PING answers again.
+   */
+  readonly breaker: CircuitBreaker;
+  private readonly commandTimeoutMs: number;
 
   constructor(
     @InjectQueue(QUEUE.purge) purge: Queue,
     @InjectQueue(QUEUE.preview) preview: Queue,
     @InjectQueue(QUEUE.archive) archive: Queue,
     @Inject(LOGGER) private readonly logger: AppLogger,
+    @Optional() @Inject(APP_CONFIG) config: { REDIS_COMMAND_TIMEOUT_MS: number } = { REDIS_COMMAND_TIMEOUT_MS: 5_000 },
+    @Optional() @Inject(DependencyMonitor) dependencies?: DependencyMonitor,
   ) {
     this.queues = { purge, preview, archive };
+    this.commandTimeoutMs = config.REDIS_COMMAND_TIMEOUT_MS;
+    this.breaker = new CircuitBreaker({
+      dependency: 'redis',
+      probe: async () => {
+        await purge.count();
+      },
+      probeTimeoutMs: this.commandTimeoutMs,
+    });
+    dependencies?.track(this.breaker);
+  }
+
+  onModuleDestroy(): void {
+    this.breaker.close();
+  }
+
+  /**
+   * One call to Redis, bounded by REDIS_COMMAND_TIMEOUT_MS and refused while Redis is marked down. (A command
+   * cut off this way may still land once Redis answers: every job id is deterministic, so it lands once.)
+   */
+  private command<T>(what: string, call: () => Promise<T>): Promise<T> {
+    return this.breaker.run(() => withTimeout(`redis ${what}`, this.commandTimeoutMs, call));
   }
 
   /**
@@ -53,7 +91,7 @@ export class JobBus {
       return { name, data, opts: { ...spec.options, ...priority, jobId: spec.jobId(data) } };
     });
     try {
-      await this.queues[spec.queue].addBulk(jobs);
+      await this.command('enqueue', () => this.queues[spec.queue].addBulk(jobs));
     } catch (error) {
       this.logger.warn({ err: error, job: name, count: jobs.length }, 'could not enqueue');
       throw new ApiError('service_unavailable', 'The job queue is unavailable; try again.');
@@ -101,7 +139,9 @@ export class JobBus {
   }
 
   async depth(queue: QueueName): Promise<QueueDepth> {
-    const counts = await this.queues[queue].getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized');
+    const counts = await this.command('count', () =>
+      this.queues[queue].getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized'),
+    );
     return {
       waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0),
       active: counts.active ?? 0,
@@ -111,6 +151,6 @@ export class JobBus {
   }
 
   async ping(): Promise<void> {
-    await this.queues.purge.count();
+    await this.command('count', () => this.queues.purge.count());
   }
 }

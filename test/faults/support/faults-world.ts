@@ -21,6 +21,8 @@ export const FAULTS_BUCKET = `${TEST_BUCKET}-faults`;
 const KEY_PREFIX = 'faults';
 /** The worker reclaims UPLOADING rows this old; the doctor judges them by the same horizon. */
 export const STALE_UPLOAD_SECONDS = 60;
+/** The stack's S3_REQUEST_TIMEOUT_MS, STORAGE_REQUEST_TIMEOUT_MS and REDIS_COMMAND_TIMEOUT_MS. */
+export const DEPENDENCY_BOUNDS_MS = { s3: 3_000, storage: 3_000, redis: 2_000 } as const;
 const ABANDONED_UPLOAD_SECONDS = 5;
 
 /**
@@ -62,6 +64,10 @@ export class FaultsWorld {
       PREVIEW_OFFICE_POOL_SIZE: '1',
       ARCHIVE_WAIT_MS: '2000',
       UHP_DRAIN_TIMEOUT_MS: '2000',
+      // Short bounds, so the stall scenarios wait seconds rather than the defaults' half-minutes.
+      S3_REQUEST_TIMEOUT_MS: String(DEPENDENCY_BOUNDS_MS.s3),
+      STORAGE_REQUEST_TIMEOUT_MS: String(DEPENDENCY_BOUNDS_MS.storage),
+      REDIS_COMMAND_TIMEOUT_MS: String(DEPENDENCY_BOUNDS_MS.redis),
     });
     await this.stack.start();
   }
@@ -81,6 +87,14 @@ export class FaultsWorld {
 
   get port(): number {
     return this.stack.port('gateway');
+  }
+
+  /** GET on one service's own port (a probe, /metrics): status and body. */
+  async probe(service: 'gateway' | 'storage' | 'worker', path: string): Promise<{ status: number; text: string }> {
+    const res = await fetch(`http://127.0.0.1:${this.stack.port(service)}${path}`, {
+      signal: AbortSignal.timeout(5_000),
+    });
+    return { status: res.status, text: await res.text() };
   }
 
   call(method: string, path: string, opts: Parameters<typeof api>[2] = {}): Promise<ApiResponse> {

@@ -39,6 +39,15 @@ export class PrivateRedis {
     throw new Error(`redis-server on ${this.port} did not start`);
   }
 
+  /** Freezes it (SIGSTOP), as a stalled server: connections stay open and commands get no answer. */
+  pause(): void {
+    this.child?.kill('SIGSTOP');
+  }
+
+  resume(): void {
+    this.child?.kill('SIGCONT');
+  }
+
   /** Stops it at once (SIGKILL): clients see their connections reset and then refused. */
   async stop(): Promise<void> {
     const child = this.child;

@@ -65,7 +65,7 @@ async function imageSizes(pdf: string): Promise<string[]> {
 async function renderImage(converters: PreviewConverters, path: string) {
   const { image } = converters;
   return converters.runner.run({
-    command: process.execPath,
+    command: image.files.node,
     args: [image.files.imageRenderScript, 'render', path, join(image.dir, `${randomUUID()}.pdf`), '1000000', '4000'],
     identity: image.identity,
     limits: {},

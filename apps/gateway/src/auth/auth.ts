@@ -57,9 +57,7 @@ export class ApiKeyMiddleware implements NestMiddleware {
     }
     // originalUrl: a mounted middleware sees req.url relative to its mount point.
     const path = ((req as AuthedRequest & { originalUrl?: string }).originalUrl ?? req.url ?? '').split('?')[0];
-    // A CORS preflight to the tus endpoint carries no key; it is answered with headers only.
-    const isTusPreflight = req.method === 'OPTIONS' && (path === '/v1/tus' || path.startsWith('/v1/tus/'));
-    if (!req.principal && !PUBLIC_PATHS.has(path) && !isTusPreflight) throw invalidKey();
+    if (!req.principal && !PUBLIC_PATHS.has(path)) throw invalidKey();
     next();
   }
 }
@@ -128,5 +126,11 @@ export class BootstrapKeys implements OnApplicationBootstrap {
     }
     const revoked = await this.principals.revokeBootstrapKeysExcept(keys.map(({ key }) => hashApiKey(key)));
     if (revoked > 0) this.logger.warn({ revoked }, 'bootstrap API keys no longer in UHP_API_KEYS revoked');
+    // A fresh installation answers every /v1 call 401 until someone makes a key: say how, once, at start.
+    if ((await this.principals.countLiveKeys()) === 0)
+      this.logger.warn(
+        'no API key exists yet, so every /v1 request is refused 401; create one with ' +
+          '`npm run keys -- create <principal>` or list one in UHP_API_KEYS',
+      );
   }
 }

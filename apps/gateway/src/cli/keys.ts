@@ -3,9 +3,10 @@
  *   npm run keys -- create <principal> [--label <text>]   prints the new key once; only its hash is stored
  *   npm run keys -- list [<principal>]
  *   npm run keys -- revoke <key id | key prefix>
- * Reads DATABASE_URL like the gateway.
+ * Reads DATABASE_URL like the gateway; when the environment has none, the local stack's `.data/local.env`
+ * (written by `npm start`, see libs/common local-env) supplies it.
  */
-import { gatewayConfigSchema, loadConfig } from '@app/common';
+import { applyLocalEnv, databaseConfigSchema, loadConfig } from '@app/common';
 import { AmbiguousKeyError, openPrincipals, type PrincipalRepository } from '@app/db';
 import { apiKeyPrefix, generateApiKey, hashApiKey } from '../auth/api-key';
 
@@ -72,7 +73,9 @@ export async function runKeysCommand(
 }
 
 async function main() {
-  const config = loadConfig(gatewayConfigSchema.pick({ DATABASE_URL: true, DATABASE_POOL_SIZE: true }));
+  const local = applyLocalEnv();
+  if (local?.applied.length) process.stderr.write(`keys: ${local.applied.join(', ')} from ${local.path}\n`);
+  const config = loadConfig(databaseConfigSchema);
   const database = openPrincipals(config.DATABASE_URL);
   try {
     process.exitCode = await runKeysCommand(process.argv.slice(2), database.principals, (line) =>

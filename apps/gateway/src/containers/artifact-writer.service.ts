@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Readable } from 'node:stream';
-import { APP_CONFIG, fileLimitsOf, type GatewayConfig } from '@app/common';
+import { APP_CONFIG, type GatewayConfig } from '@app/common';
+import { effectiveLimitsOf } from '../limits/effective-limits';
 import { newId } from '@app/contracts';
 import { type ContainerFileRow } from '@app/db';
 import { ObjectStager, UnitOfWork, type StagedObject } from '@app/lifecycle';
@@ -72,7 +73,7 @@ export class ArtifactWriter {
       throw error;
     }
     const staged = await this.stager.stage(principalId, file.body, {
-      maxBytes: fileLimitsOf(this.config).maxSingleRequestFileBytes,
+      maxBytes: effectiveLimitsOf(this.config).maxSingleRequestFileBytes,
       contentType: file.contentType,
     });
     return this.commit(principalId, containerId, origin, { staged, filename, contentType: file.contentType });

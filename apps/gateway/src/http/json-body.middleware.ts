@@ -1,11 +1,7 @@
 import { Inject, Injectable, type NestMiddleware } from '@nestjs/common';
 import type { IncomingMessage } from 'node:http';
 import { ApiError, APP_CONFIG, ClientGoneError, setDrainLimits, type GatewayConfig } from '@app/common';
-
-export function maxRequestBytes(config: GatewayConfig): number {
-  const inlineAsBase64 = 4 * Math.ceil(config.UHP_MAX_INLINE_FILE_BYTES / 3);
-  return Math.max(config.UHP_MAX_REQUEST_BYTES, inlineAsBase64 + 64 * 1024);
-}
+import { effectiveLimitsOf } from '../limits/effective-limits';
 
 const isJson = (type: string | undefined) => /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type ?? '');
 const isMultipart = (type: string | undefined) => /^multipart\/form-data\s*(?:;|$)/i.test(type ?? '');
@@ -74,7 +70,7 @@ export class JsonBodyMiddleware implements NestMiddleware {
   private readonly limit: number;
 
   constructor(@Inject(APP_CONFIG) private readonly config: GatewayConfig) {
-    this.limit = maxRequestBytes(config);
+    this.limit = effectiveLimitsOf(config).maxRequestBytes;
   }
 
   async use(req: IncomingMessage & { body?: unknown }, _res: unknown, next: () => void): Promise<void> {

@@ -1,7 +1,8 @@
 import { type CanActivate, type ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
-import { ApiError, APP_CONFIG, fileLimitsOf, setDrainLimits, type GatewayConfig } from '@app/common';
+import { ApiError, APP_CONFIG, setDrainLimits, type GatewayConfig } from '@app/common';
+import { effectiveLimitsOf } from '../limits/effective-limits';
 
 /** Room for the multipart envelope when judging Content-Length against max_file_bytes. */
 export const MULTIPART_ENVELOPE_BYTES = 64 * 1024;
@@ -32,24 +33,21 @@ export class UploadLengthGuard implements CanActivate {
 
   canActivate(context: ExecutionContext): boolean {
     return judgeUploadLength(context.switchToHttp().getRequest<IncomingMessage>(), this.config, {
-      maxBytes: fileLimitsOf(this.config).maxSingleRequestFileBytes,
+      maxBytes: effectiveLimitsOf(this.config).maxSingleRequestFileBytes,
       limitName: 'max_file_bytes',
       param: 'file',
     });
   }
 }
 
-/** The largest part of a resumable upload (POST /v1/uploads/{id}/parts), as OpenAI's Uploads API has it. */
-export const MAX_UPLOAD_PART_BYTES = 64 * 1024 * 1024;
-
-/** UploadLengthGuard for an upload's part: at most 64 MiB of `data`. */
+/** UploadLengthGuard for an upload's part: at most max_upload_part_bytes of `data`. */
 @Injectable()
 export class UploadPartLengthGuard implements CanActivate {
   constructor(@Inject(APP_CONFIG) private readonly config: GatewayConfig) {}
 
   canActivate(context: ExecutionContext): boolean {
     return judgeUploadLength(context.switchToHttp().getRequest<IncomingMessage>(), this.config, {
-      maxBytes: MAX_UPLOAD_PART_BYTES,
+      maxBytes: effectiveLimitsOf(this.config).maxUploadPartBytes,
       limitName: 'max_upload_part_bytes',
       param: 'data',
     });

@@ -1,25 +1,24 @@
 import { Controller, Get, Inject } from '@nestjs/common';
-import { APP_CONFIG, fileLimitsOf, Public, type GatewayConfig } from '@app/common';
-import { maxRequestBytes } from '../http/json-body.middleware';
-import { MAX_UPLOAD_PART_BYTES } from '../http/upload-body';
+import { APP_CONFIG, Public, type GatewayConfig } from '@app/common';
 import { ConverterAvailability } from '../previews/converter-availability';
 import { maxPendingUploadBytes } from '../uploads/resumable/upload-admission';
+import { effectiveLimitsOf } from './effective-limits';
 
 /**
  * `max_file_bytes` keeps the contract's meaning, the largest file one request (POST /v1/files) takes;
  * the largest file of any kind is what a resumable upload may declare, `max_upload_bytes`.
  */
 export function limitsBody(config: GatewayConfig, previewFormats: string[]) {
-  const files = fileLimitsOf(config);
+  const limits = effectiveLimitsOf(config);
   return {
     object: 'limits' as const,
-    max_file_bytes: files.maxSingleRequestFileBytes,
-    max_inline_file_bytes: files.maxInlineFileBytes,
-    max_request_bytes: maxRequestBytes(config),
-    max_upload_bytes: files.maxFileBytes,
-    max_upload_part_bytes: MAX_UPLOAD_PART_BYTES,
+    max_file_bytes: limits.maxSingleRequestFileBytes,
+    max_inline_file_bytes: limits.maxInlineFileBytes,
+    max_request_bytes: limits.maxRequestBytes,
+    max_upload_bytes: limits.maxUploadBytes,
+    max_upload_part_bytes: limits.maxUploadPartBytes,
     preview: { enabled: previewFormats.length > 0, formats: previewFormats, timeout_ms: config.PREVIEW_TIMEOUT_MS },
-    archive: { formats: ['zip'] },
+    archive: { formats: ['zip'], max_bytes: limits.maxArchiveBytes },
     per_principal: {
       concurrent_uploads: config.UHP_MAX_CONCURRENT_UPLOADS,
       concurrent_downloads: config.UHP_MAX_CONCURRENT_DOWNLOADS,

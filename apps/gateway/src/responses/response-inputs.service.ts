@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Readable } from 'node:stream';
-import { ApiError, APP_CONFIG, fileLimitsOf, type GatewayConfig } from '@app/common';
+import { ApiError, APP_CONFIG, type GatewayConfig } from '@app/common';
+import { effectiveLimitsOf } from '../limits/effective-limits';
 import { isId } from '@app/contracts';
 import { FileRepository, SessionRepository } from '@app/db';
 import { ObjectStager, type StagedObject } from '@app/lifecycle';
@@ -43,7 +44,7 @@ export class ResponseInputs {
       for (const part of parts)
         staged.push(
           await this.stager.stage(principalId, Readable.from([part.bytes]), {
-            maxBytes: fileLimitsOf(this.config).maxInlineFileBytes,
+            maxBytes: effectiveLimitsOf(this.config).maxInlineFileBytes,
             contentType: part.contentType,
           }),
         );

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ApiError, APP_CONFIG, fileLimitsOf, type GatewayConfig } from '@app/common';
+import { ApiError, APP_CONFIG, type GatewayConfig } from '@app/common';
+import { effectiveLimitsOf } from '../limits/effective-limits';
 import { isId, newId } from '@app/contracts';
 import { ResponseRepository, type FileRow, type ResponseRow, type SessionRow } from '@app/db';
 import { UnitOfWork, type StagedObject, type Work } from '@app/lifecycle';
@@ -29,7 +30,7 @@ export class ResponsesService {
 
   async create(principalId: string, body: unknown): Promise<ResponseRow> {
     const request = parseResponseRequest(body, {
-      maxInlineFileBytes: fileLimitsOf(this.config).maxInlineFileBytes,
+      maxInlineFileBytes: effectiveLimitsOf(this.config).maxInlineFileBytes,
       maxInputFiles: this.config.UHP_MAX_INPUT_FILES,
       agentNames: this.agents.names,
     });

@@ -10,19 +10,6 @@ export const TUS_CHECKSUM_ALGORITHMS = ['sha1', 'sha256'] as const;
 export type TusChecksumAlgorithm = (typeof TUS_CHECKSUM_ALGORITHMS)[number];
 export const TUS_CONTENT_TYPE = 'application/offset+octet-stream';
 
-/** Headers a browser client must be allowed to send and to read (CORS). */
-export const TUS_CORS_HEADERS = {
-  'access-control-allow-origin': '*',
-  'access-control-allow-methods': 'POST, HEAD, PATCH, DELETE, OPTIONS',
-  'access-control-allow-headers':
-    'Authorization, Content-Type, Tus-Resumable, Upload-Length, Upload-Metadata, Upload-Offset, ' +
-    'Upload-Checksum, Upload-Defer-Length, Upload-Concat, X-HTTP-Method-Override, X-Requested-With',
-  'access-control-expose-headers':
-    'Location, Tus-Resumable, Tus-Version, Tus-Extension, Tus-Max-Size, Tus-Checksum-Algorithm, ' +
-    'Upload-Offset, Upload-Length, Upload-Metadata, Upload-Expires',
-  'access-control-max-age': '86400',
-} as const;
-
 export interface TusMetadata {
   filename: string;
   purpose: FilePurpose;

@@ -1,29 +1,25 @@
-import { Injectable, type NestMiddleware } from '@nestjs/common';
+import { Inject, Injectable, type NestMiddleware } from '@nestjs/common';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ApiError, APP_CONFIG, fileLimitsOf, type GatewayConfig } from '@app/common';
-import { Inject } from '@nestjs/common';
-import { TUS_CHECKSUM_ALGORITHMS, TUS_CORS_HEADERS, TUS_EXTENSIONS, TUS_VERSION } from './tus-protocol';
+import { ApiError, APP_CONFIG, type GatewayConfig } from '@app/common';
+import { effectiveLimitsOf } from '../limits/effective-limits';
+import { TUS_CHECKSUM_ALGORITHMS, TUS_EXTENSIONS, TUS_VERSION } from './tus-protocol';
 
 /**
- * Runs before the key check: every answer under /v1/tus, a 401 included, carries Tus-Resumable and the
- * CORS headers a browser client needs to read it; OPTIONS is answered here (a CORS preflight carries no key).
+ * Runs before CORS and the key check: every answer under /v1/tus, a 401 included, carries Tus-Resumable, and an
+ * OPTIONS (tus discovery, or a browser's preflight: the same request to tus) gets the server's tus capabilities,
+ * which CorsMiddleware then sends with its 204.
  */
 @Injectable()
-export class TusCorsMiddleware implements NestMiddleware {
+export class TusDiscoveryMiddleware implements NestMiddleware {
   constructor(@Inject(APP_CONFIG) private readonly config: GatewayConfig) {}
 
   use(req: IncomingMessage, res: ServerResponse, next: () => void): void {
     res.setHeader('tus-resumable', TUS_VERSION);
-    for (const [name, value] of Object.entries(TUS_CORS_HEADERS)) res.setHeader(name, value);
     if (req.method === 'OPTIONS') {
-      res.writeHead(204, {
-        'tus-version': TUS_VERSION,
-        'tus-extension': TUS_EXTENSIONS,
-        'tus-max-size': String(fileLimitsOf(this.config).maxFileBytes),
-        'tus-checksum-algorithm': TUS_CHECKSUM_ALGORITHMS.join(','),
-      });
-      res.end();
-      return;
+      res.setHeader('tus-version', TUS_VERSION);
+      res.setHeader('tus-extension', TUS_EXTENSIONS);
+      res.setHeader('tus-max-size', String(effectiveLimitsOf(this.config).maxUploadBytes));
+      res.setHeader('tus-checksum-algorithm', TUS_CHECKSUM_ALGORITHMS.join(','));
     }
     next();
   }

@@ -1,7 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import { type Readable, Transform } from 'node:stream';
-import { ApiError, APP_CONFIG, ClientGoneError, fileLimitsOf, type GatewayConfig } from '@app/common';
+import { ApiError, APP_CONFIG, ClientGoneError, type GatewayConfig } from '@app/common';
+import { effectiveLimitsOf } from '../limits/effective-limits';
 import { isId, newId } from '@app/contracts';
 import { UploadRepository, type UploadReservationRow, type UploadRow } from '@app/db';
 import { ObjectStager, UnitOfWork } from '@app/lifecycle';
@@ -46,7 +47,7 @@ export class TusService {
   ) {}
 
   get maxSize(): number {
-    return fileLimitsOf(this.config).maxFileBytes;
+    return effectiveLimitsOf(this.config).maxUploadBytes;
   }
 
   async create(principalId: string, length: number, metadata: TusMetadata, rawMetadata: string | null) {

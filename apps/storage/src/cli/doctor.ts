@@ -2,10 +2,12 @@
  * The consistency checker, for operators (docs/operations.md, "Consistency checker"):
  *   npm run doctor [-- --repair] [--json] [--grace-seconds N]
  *   node dist/apps/storage/src/cli/doctor.js …   (in the storage image)
- * Reads the storage service's S3 settings and DATABASE_URL. Exit 0: nothing found (or everything found
- * was repaired); 1: findings remain; 2: bad arguments or configuration; 3: the check itself failed.
+ * Reads the storage service's S3 settings and DATABASE_URL from the environment; what it leaves unset comes
+ * from the local stack's `.data/local.env` when there is one (written by `npm start`; libs/common local-env).
+ * Exit 0: nothing found (or everything found was repaired); 1: findings remain; 2: bad arguments or
+ * configuration; 3: the check itself failed.
  */
-import { doctorConfigSchema, loadConfig, type DoctorConfig } from '@app/common';
+import { applyLocalEnv, doctorConfigSchema, loadConfig, type DoctorConfig } from '@app/common';
 import { openConsistency } from '@app/db';
 import { BucketInventoryClient } from '../doctor/bucket-inventory.client';
 import { describeFinding, horizonsOf, type Finding } from '../doctor/consistency-checks';
@@ -88,6 +90,8 @@ async function main(): Promise<number> {
   }
   let config: DoctorConfig;
   try {
+    const local = applyLocalEnv();
+    if (local?.applied.length) process.stderr.write(`doctor: ${local.applied.join(', ')} from ${local.path}\n`);
     config = loadConfig(doctorConfigSchema);
   } catch (error) {
     process.stderr.write(`${(error as Error).message}\n`);

@@ -14,7 +14,7 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { Readable } from 'node:stream';
-import { staticS3CredentialsOf, type StorageConfig } from '@app/common';
+import { CircuitBreaker, staticS3CredentialsOf, type StorageConfig } from '@app/common';
 import type { ComposeSource } from '@app/contracts';
 import {
   abortRecorded,
@@ -53,6 +53,11 @@ export class ObjectMissingError extends Error {}
 /** All S3 I/O of uhp-files. This process is the only holder of the S3 credentials. */
 export class S3ObjectClient {
   private readonly s3: S3Client;
+  /**
+   * Whether S3 answers: a request that waited S3_REQUEST_TIMEOUT_MS in silence, or found nobody listening, marks
+   * it down, and every request is refused before it is sent (503) until HeadBucket answers again.
+   */
+  readonly breaker: CircuitBreaker;
   /** The part buffers all uploads of this process share (STORAGE_MEMORY_BUDGET_BYTES). */
   readonly partBuffers: PartBufferPool;
   readonly bucket: string;
@@ -73,8 +78,29 @@ export class S3ObjectClient {
       // Checksums on every part would cost a second pass over each byte; we hash once ourselves.
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
-      requestHandler: s3AgentsOf(config),
+      requestHandler: {
+        ...s3AgentsOf(config),
+        // An idle bound, not a total one: silence before the answer or between two bytes either way.
+        connectionTimeout: config.S3_REQUEST_TIMEOUT_MS,
+        socketTimeout: config.S3_REQUEST_TIMEOUT_MS,
+      },
     });
+    this.breaker = new CircuitBreaker({
+      dependency: 's3',
+      probe: async (signal) => {
+        await this.s3.send(new HeadBucketCommand({ Bucket: this.bucket }), { abortSignal: signal });
+      },
+      probeTimeoutMs: config.S3_REQUEST_TIMEOUT_MS,
+    });
+    // Inside the SDK's retries, so each attempt is gated: once one attempt has timed out, the next is refused at
+    // once rather than spend another whole bound. The refusal is not an error the SDK retries.
+    this.s3.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'HeadBucketCommand') return next(args);
+        return this.breaker.run(() => next(args));
+      },
+      { step: 'finalizeRequest', name: 'uhpCircuitBreaker', priority: 'low' },
+    );
     // Bodies we send are hashed once by us (SHA-256 of the whole object) on their way in; SigV4's own
     // payload hash would be a second pass over every byte here and a third in the S3 server.
     this.s3.middlewareStack.add(
@@ -302,6 +328,7 @@ export class S3ObjectClient {
   }
 
   destroy(): void {
+    this.breaker.close();
     this.s3.destroy();
   }
 }

@@ -10,9 +10,9 @@ interface BufferCrc32 {
 }
 
 /**
- * yazl takes each entry's CRC-32 from buffer-crc32, a byte-at-a-time JavaScript loop: 2.3 CPU s per GiB here,
- * about a third of the worker's CPU in a 1 GiB archive build (CPU profile of `npm run bench:archive`). zlib's
- * CRC-32 (native, Node ≥ 20.15) gives the same values for 0.18 s per GiB. yazl offers no hook for it, so the
+ * yazl takes each entry's CRC-32 from buffer-crc32, a byte-at-a-time JavaScript loop and a large share of the
+ * worker's CPU in a big archive build (a CPU profile of `npm run bench:archive` shows it). zlib's CRC-32
+ * (native, Node ≥ 20.15) gives the same values for a small fraction of that. yazl offers no hook for it, so the
  * one function it calls on the module instance it loaded is pointed at zlib's, once, when this module loads (on a
  * Node without `zlib.crc32`, below our engines range, yazl keeps its own).
  */

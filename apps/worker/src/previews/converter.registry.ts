@@ -8,7 +8,7 @@ import type { Availability, ConversionInput, ConversionOutput, PdfConverter } fr
 import { PdfPassthroughConverter } from './pdf/pdf-passthrough.converter';
 import { PdfValidator } from './pdf/pdf.validator';
 import { resolvePreviewOptions, type PreviewConverterOptions, type PreviewConverterOverrides } from './preview.options';
-import { converterFilesFor } from './sandbox/converter-files';
+import { converterFilesFor, type ConverterFiles } from './sandbox/converter-files';
 import { detectIsolation } from './sandbox/isolation';
 import { ProcessRunner, type IsolationMode } from './sandbox/sandbox';
 
@@ -60,10 +60,19 @@ export interface PreviewConverters {
   runner: ProcessRunner;
 }
 
+/** The project's files converters run or read, where the worker finds them (beside its code, its node_modules). */
+export const CONVERTER_SOURCES: ConverterFiles = {
+  imageRenderScript: IMAGE_RENDER_SCRIPT,
+  nodeModules: NODE_MODULES,
+  unoBridgeScript: UNO_BRIDGE_SCRIPT,
+  node: process.execPath,
+};
+
 /**
  * Builds the four converters sharing one process runner and one PDF validator, after deciding how converter
  * processes are confined on this host (sandbox/isolation.ts). In `uid` mode the work dir and its parents must be
- * traversable by other uids (0711): the converters' own directories are beneath it.
+ * traversable by other uids (0711): the converters' own directories are beneath it, and so are the copies of
+ * the project's files they read (converter-files.ts), never the checkout itself.
  */
 export async function createPreviewConverters(overrides: PreviewConverterOverrides = {}): Promise<PreviewConverters> {
   const options = resolvePreviewOptions(overrides);
@@ -77,11 +86,7 @@ export async function createPreviewConverters(overrides: PreviewConverterOverrid
     probeDir: join(options.workDir, 'probe'),
     only: options.sandbox.only,
   });
-  const files = await converterFilesFor(isolation, join(options.workDir, 'files'), {
-    imageRenderScript: IMAGE_RENDER_SCRIPT,
-    nodeModules: NODE_MODULES,
-    unoBridgeScript: UNO_BRIDGE_SCRIPT,
-  });
+  const files = await converterFilesFor(isolation, join(options.workDir, 'files'), CONVERTER_SOURCES);
   const runner = new ProcessRunner(isolation, launcher);
   await runner.makeSharedDir(options.workDir);
   const validator = new PdfValidator(

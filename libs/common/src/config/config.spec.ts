@@ -1,9 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import {
+  DEV_STORAGE_TOKEN,
   fileLimitsOf,
   gatewayConfigSchema,
+  maxRequestBytesOf,
+  requestBytesFloorOf,
   staticS3CredentialsOf,
   storageConfigSchema,
+  unsafeSettingsOf,
   workerConfigSchema,
 } from './config.schema';
 import { ConfigError, loadConfig } from './load-config';
@@ -160,5 +164,217 @@ describe('file limits', () => {
     // Empty counts as unset, as for every variable.
     expect(() => loadConfig(gatewayConfigSchema, { UHP_MAX_UPLOAD_BYTES: '' })).not.toThrow();
     expect('UHP_MAX_UPLOAD_BYTES' in loadConfig(gatewayConfigSchema, {})).toBe(false);
+  });
+});
+
+describe('UHP_CORS_ORIGINS', () => {
+  const origins = (value?: string) =>
+    loadConfig(gatewayConfigSchema, value === undefined ? {} : { UHP_CORS_ORIGINS: value }).UHP_CORS_ORIGINS;
+
+  it('is * by default: any page may call the API with a key it holds', () => {
+    expect(origins()).toBe('*');
+    expect(origins(' * ')).toBe('*');
+  });
+
+  it('takes a comma-separated list of exact origins, spaces and repeats aside', () => {
+    expect(origins('https://app.example.com, http://127.0.0.1:3000,https://app.example.com')).toEqual([
+      'https://app.example.com',
+      'http://127.0.0.1:3000',
+    ]);
+  });
+
+  it('refuses at start anything a browser would never send as its Origin, naming each', () => {
+    for (const junk of [
+      'app.example.com',
+      'https://app.example.com/',
+      'https://app.example.com/path',
+      'https://App.Example.com',
+      'https://app.example.com:443',
+      'https://user@app.example.com',
+      'ftp://app.example.com',
+      '*.example.com',
+    ]) {
+      expect(() => origins(`https://ok.example.com,${junk}`), junk).toThrow(ConfigError);
+      expect(() => origins(junk), junk).toThrow(
+        /UHP_CORS_ORIGINS: must be \* or a comma-separated list of exact origins/,
+      );
+    }
+    expect(() => origins(' , ')).toThrow(/must be \* or a comma-separated list/);
+    expect(() => origins('https://ok.example.com, https://app.example.com/')).toThrow(
+      /not an origin: "https:\/\/app\.example\.com\/"/,
+    );
+  });
+});
+
+/** The one line loadConfig refuses a start with, for each problem. */
+function refusalsOf(run: () => unknown): string[] {
+  try {
+    run();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as ConfigError).problems;
+  }
+  throw new Error('the configuration was accepted');
+}
+
+describe('UHP_ENV=production', () => {
+  const TOKEN = 'a-random-storage-token-of-40-characters!!';
+  const SAFE_GATEWAY = {
+    UHP_ENV: 'production',
+    UHP_PUBLIC_BASE_URL: 'https://files.example.com',
+    STORAGE_TOKEN: TOKEN,
+  };
+
+  it('is development by default and refuses any other word', () => {
+    expect(loadConfig(gatewayConfigSchema, {}).UHP_ENV).toBe('development');
+    expect(refusalsOf(() => loadConfig(workerConfigSchema, { UHP_ENV: 'prod' }))).toEqual([
+      'UHP_ENV: must be development or production ("prod")',
+    ]);
+  });
+
+  it('starts every service with a public URL, a long storage token and /metrics off the API port', () => {
+    expect(() => loadConfig(gatewayConfigSchema, SAFE_GATEWAY)).not.toThrow();
+    for (const schema of [storageConfigSchema, workerConfigSchema])
+      expect(() => loadConfig(schema, { UHP_ENV: 'production', STORAGE_TOKEN: TOKEN })).not.toThrow();
+  });
+
+  it('refuses an unset UHP_PUBLIC_BASE_URL', () => {
+    expect(refusalsOf(() => loadConfig(gatewayConfigSchema, { ...SAFE_GATEWAY, UHP_PUBLIC_BASE_URL: '' }))).toEqual([
+      "UHP_PUBLIC_BASE_URL: is unset, so download and upload URLs in answers point to this machine's loopback; " +
+        'set it to the URL clients reach the gateway at (e.g. https://files.example.com) (UHP_ENV=production) (unset)',
+    ]);
+  });
+
+  it.each([
+    'http://localhost:8080',
+    'http://files.localhost',
+    'http://127.0.0.1:8080',
+    'http://127.1.2.3',
+    'http://[::1]:8080',
+    'http://[::ffff:127.0.0.1]',
+    'http://0.0.0.0:8080',
+    'http://2130706433',
+  ])('refuses UHP_PUBLIC_BASE_URL=%s, a loopback address', (url) => {
+    expect(refusalsOf(() => loadConfig(gatewayConfigSchema, { ...SAFE_GATEWAY, UHP_PUBLIC_BASE_URL: url }))).toEqual([
+      'UHP_PUBLIC_BASE_URL: points to a loopback address no client elsewhere can reach; set it to the URL clients ' +
+        `reach the gateway at (e.g. https://files.example.com) (UHP_ENV=production) (${JSON.stringify(url)})`,
+    ]);
+  });
+
+  it('takes a public URL whose name only looks local', () => {
+    for (const url of ['https://localhost.example.com', 'http://10.0.0.7:8080', 'https://127-0-0-1.example.com'])
+      expect(() => loadConfig(gatewayConfigSchema, { ...SAFE_GATEWAY, UHP_PUBLIC_BASE_URL: url })).not.toThrow();
+  });
+
+  it('refuses an unset or development STORAGE_TOKEN in every service, and hides the token', () => {
+    for (const schema of [gatewayConfigSchema, storageConfigSchema, workerConfigSchema]) {
+      const message =
+        'STORAGE_TOKEN: is unset or the development token, which anyone can read in the source; set a random ' +
+        'secret of at least 32 characters, the same on gateway, storage and workers (e.g. openssl rand -base64 36) ' +
+        '(UHP_ENV=production)';
+      expect(refusalsOf(() => loadConfig(schema, { ...SAFE_GATEWAY, STORAGE_TOKEN: '' }))).toEqual([
+        `${message} (unset)`,
+      ]);
+      expect(refusalsOf(() => loadConfig(schema, { ...SAFE_GATEWAY, STORAGE_TOKEN: DEV_STORAGE_TOKEN }))).toEqual([
+        `${message} (given (hidden))`,
+      ]);
+    }
+  });
+
+  it('refuses a STORAGE_TOKEN shorter than 32 characters, and takes one of exactly 32', () => {
+    for (const schema of [gatewayConfigSchema, storageConfigSchema, workerConfigSchema]) {
+      expect(refusalsOf(() => loadConfig(schema, { ...SAFE_GATEWAY, STORAGE_TOKEN: 'x'.repeat(31) }))).toEqual([
+        'STORAGE_TOKEN: is shorter than 32 characters; set a random secret of at least 32 characters, the same on ' +
+          'gateway, storage and workers (e.g. openssl rand -base64 36) (UHP_ENV=production) (given (hidden))',
+      ]);
+      expect(() => loadConfig(schema, { ...SAFE_GATEWAY, STORAGE_TOKEN: 'x'.repeat(32) })).not.toThrow();
+    }
+  });
+
+  it('refuses /metrics on the public API port', () => {
+    expect(refusalsOf(() => loadConfig(gatewayConfigSchema, { ...SAFE_GATEWAY, UHP_API_METRICS: 'true' }))).toEqual([
+      'UHP_API_METRICS: serves /metrics on the public API port; set UHP_API_METRICS=false and scrape METRICS_PORT ' +
+        'instead (UHP_ENV=production) ("true")',
+    ]);
+  });
+
+  it('lists every refusal at once', () => {
+    const problems = refusalsOf(() => loadConfig(gatewayConfigSchema, { UHP_ENV: 'production', UHP_API_METRICS: '1' }));
+    expect(problems.map((problem) => problem.split(':')[0])).toEqual([
+      'UHP_PUBLIC_BASE_URL',
+      'UHP_API_METRICS',
+      'STORAGE_TOKEN',
+    ]);
+  });
+
+  it('development keeps each convenience and names it, one warning per relaxed default', () => {
+    const config = loadConfig(gatewayConfigSchema, { UHP_API_METRICS: 'true' });
+    expect(config.UHP_ENV).toBe('development');
+    expect(unsafeSettingsOf('gateway', config).map((unsafe) => unsafe.variable)).toEqual([
+      'UHP_PUBLIC_BASE_URL',
+      'UHP_API_METRICS',
+      'STORAGE_TOKEN',
+    ]);
+    expect(unsafeSettingsOf('storage', loadConfig(storageConfigSchema, {})).map((unsafe) => unsafe.variable)).toEqual([
+      'STORAGE_TOKEN',
+    ]);
+    expect(unsafeSettingsOf('gateway', loadConfig(gatewayConfigSchema, SAFE_GATEWAY))).toEqual([]);
+  });
+
+  it('keeps /metrics off the API port by default, in development too', () => {
+    expect(loadConfig(gatewayConfigSchema, {}).UHP_API_METRICS).toBe(false);
+  });
+});
+
+describe('UHP_MAX_PENDING_UPLOAD_BYTES', () => {
+  it('below UHP_MAX_FILE_BYTES refuses the start: no upload of the largest file would fit', () => {
+    const env = { UHP_MAX_FILE_BYTES: '16777216' };
+    expect(
+      refusalsOf(() => loadConfig(gatewayConfigSchema, { ...env, UHP_MAX_PENDING_UPLOAD_BYTES: '16777215' })),
+    ).toEqual([
+      'UHP_MAX_PENDING_UPLOAD_BYTES: must be at least UHP_MAX_FILE_BYTES (16777216), so one upload of the largest ' +
+        'file fits, or 0 to derive it; or lower UHP_MAX_FILE_BYTES ("16777215")',
+    ]);
+    for (const value of ['0', '16777216'])
+      expect(
+        loadConfig(gatewayConfigSchema, { ...env, UHP_MAX_PENDING_UPLOAD_BYTES: value }).UHP_MAX_PENDING_UPLOAD_BYTES,
+      ).toBe(Number(value));
+  });
+});
+
+describe('UHP_MAX_REQUEST_BYTES', () => {
+  const KiB = 1024;
+
+  it('0 derives the JSON body limit from the effective inline limit: its base64 size plus 64 KiB', () => {
+    expect(maxRequestBytesOf(loadConfig(gatewayConfigSchema, { UHP_MAX_INLINE_FILE_BYTES: String(3 * KiB) }))).toBe(
+      4 * KiB + 64 * KiB,
+    );
+    const capped = loadConfig(gatewayConfigSchema, {
+      UHP_MAX_FILE_BYTES: String(3 * KiB),
+      UHP_MAX_INLINE_FILE_BYTES: String(30 * KiB),
+    });
+    expect(maxRequestBytesOf(capped)).toBe(requestBytesFloorOf(3 * KiB));
+  });
+
+  it('is honoured exactly at or above that floor', () => {
+    const env = { UHP_MAX_INLINE_FILE_BYTES: String(3 * KiB) };
+    for (const limit of [68 * KiB, 1024 * KiB])
+      expect(maxRequestBytesOf(loadConfig(gatewayConfigSchema, { ...env, UHP_MAX_REQUEST_BYTES: String(limit) }))).toBe(
+        limit,
+      );
+  });
+
+  it('below the floor refuses the start with the floor named, never raises it', () => {
+    expect(
+      refusalsOf(() =>
+        loadConfig(gatewayConfigSchema, {
+          UHP_MAX_INLINE_FILE_BYTES: String(3 * KiB),
+          UHP_MAX_REQUEST_BYTES: String(68 * KiB - 1),
+        }),
+      ),
+    ).toEqual([
+      'UHP_MAX_REQUEST_BYTES: must be at least 69632 (the base64 size of the inline file limit plus 64 KiB), ' +
+        'or 0 to derive it; or lower UHP_MAX_INLINE_FILE_BYTES ("69631")',
+    ]);
   });
 });

@@ -15,7 +15,8 @@ export function loadConfig<S extends z.ZodType>(schema: S, env: NodeJS.ProcessEn
   if (result.success) return result.data;
   const problems = result.error.issues.map((issue) => {
     const name = issue.path.join('.') || '(environment)';
-    const given = env[name];
+    // Empty counts as unset, as above.
+    const given = env[name] || undefined;
     const shown =
       given === undefined ? 'unset' : /KEY|TOKEN|SECRET|PASSWORD/.test(name) ? 'given (hidden)' : JSON.stringify(given);
     return `${name}: ${issue.message} (${shown})`;

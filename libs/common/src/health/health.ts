@@ -1,10 +1,25 @@
-import { Controller, Get, Inject, Module, Optional, type DynamicModule, type Provider } from '@nestjs/common';
+import {
+  Controller,
+  Get,
+  Inject,
+  Module,
+  Optional,
+  type DynamicModule,
+  type Provider,
+  type Type,
+} from '@nestjs/common';
 import { ApiError } from '../errors/api-error';
 import { GracefulShutdown } from '../lifecycle/graceful-shutdown';
 import { LOGGER, type AppLogger } from '../logging/logging.module';
 import { Public } from '../auth/public.decorator';
+import { DependencyMonitor } from './dependencies';
 
-/** A dependency the service needs to be ready (Postgres, Redis, S3, the storage service …). */
+/**
+ * What the service needs of its own to serve: its database pool (and, in the worker, its converters checked
+ * once). S3, Redis and the storage service are not readiness checks: one of them stalling would take every pod
+ * out of rotation at once, and clients would meet refused connections instead of the 503 each route answers
+ * while that dependency is down. Their state is in /healthz and the `uhp_dependency_up` gauge.
+ */
 export interface ReadinessCheck {
   name: string;
   check(): Promise<void>;
@@ -40,12 +55,14 @@ class HealthController {
     @Inject(LOGGER) private readonly logger: AppLogger,
     @Optional() @Inject(READINESS_DETAILS) private readonly details?: ReadinessDetails,
     @Optional() @Inject(GracefulShutdown) private readonly shutdown?: GracefulShutdown,
+    @Optional() @Inject(DependencyMonitor) private readonly dependencies?: DependencyMonitor,
   ) {}
 
+  /** Liveness: answers while the process does. The dependencies it reports are what calls found, never asked now. */
   @Public()
   @Get('healthz')
   alive() {
-    return { status: 'ok' };
+    return { status: 'ok', dependencies: this.dependencies?.snapshot() ?? {} };
   }
 
   @Public()
@@ -70,10 +87,36 @@ class HealthController {
   }
 }
 
-/** /healthz (alive) and /readyz (every readiness check answers). */
+/** /healthz (alive, with what is known of the dependencies) and /readyz (every readiness check answers). */
 @Module({})
 export class HealthModule {
   static forRoot(checks: Provider, imports: DynamicModule['imports'] = [], details: Provider[] = []): DynamicModule {
     return { module: HealthModule, imports, controllers: [HealthController], providers: [checks, ...details] };
   }
+}
+
+export interface ServiceHealthOptions {
+  /** Providers of READINESS_DETAILS: what /readyz reports besides. */
+  details?: Provider[];
+  /** Further checks of the service's own (built from the injected dependencies). */
+  checks?: { inject: Array<Type | symbol | string>; build(...dependencies: unknown[]): ReadinessCheck[] };
+  /** Modules the checks' dependencies come from. */
+  imports?: DynamicModule['imports'];
+}
+
+/** /healthz and /readyz of a service: ready when its database pool answers (`database`) and its own checks pass. */
+export function serviceHealth(database: Type<{ ping(): Promise<void> }>, options: ServiceHealthOptions = {}) {
+  const own = options.checks ?? { inject: [], build: () => [] };
+  return HealthModule.forRoot(
+    {
+      provide: READINESS_CHECKS,
+      useFactory: (db: { ping(): Promise<void> }, ...dependencies: unknown[]): ReadinessCheck[] => [
+        { name: 'postgres', check: () => db.ping() },
+        ...own.build(...dependencies),
+      ],
+      inject: [database, ...own.inject],
+    },
+    options.imports ?? [],
+    options.details ?? [],
+  );
 }

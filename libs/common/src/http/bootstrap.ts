@@ -8,16 +8,19 @@ import {
 } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { finalize, type Observable } from 'rxjs';
 import type { z } from 'zod';
 import { AppConfigModule } from '../config/config.module';
-import { DEV_STORAGE_TOKEN, httpTimeoutsOf } from '../config/config.schema';
+import { httpTimeoutsOf, type ServiceName, unsafeSettingsOf } from '../config/config.schema';
 import { loadConfig } from '../config/load-config';
+import { ApiError } from '../errors/api-error';
 import { ApiErrorFilter } from '../errors/error.filter';
 import type { DrainLimits } from '../errors/drain';
+import { DependencyMonitorModule } from '../health/dependencies';
 import { httpContextMiddleware } from '../logging/http-context.middleware';
 import { createLogger, PinoNestLogger } from '../logging/logger';
 import { LoggingModule } from '../logging/logging.module';
@@ -36,12 +39,15 @@ interface ServiceConfig {
   UHP_KEEP_ALIVE_TIMEOUT_MS: number;
   SHUTDOWN_GRACE_MS: number;
   METRICS_PORT: number;
-  STORAGE_TOKEN?: string;
+  UHP_ENV: 'development' | 'production';
+  STORAGE_TOKEN: string;
+  UHP_PUBLIC_BASE_URL?: string;
+  UHP_API_METRICS?: boolean;
 }
 
 /** What is a service's own; everything else about starting it is the same in all three. */
 export interface ServiceDefinition<S extends z.ZodType<ServiceConfig>> {
-  name: string;
+  name: ServiceName;
   schema: S;
   /** The service's own module, made for its configuration. */
   module: (config: z.infer<S>) => Type<unknown> | DynamicModule;
@@ -70,10 +76,11 @@ export function runService<S extends z.ZodType<ServiceConfig>>(definition: Servi
 async function startService<S extends z.ZodType<ServiceConfig>>(definition: ServiceDefinition<S>): Promise<void> {
   const config: z.infer<S> = loadConfig(definition.schema);
   setHeapGrowingPercent(config.UHP_HEAP_GROWING_PERCENT);
-  definition.prepare?.(config);
   const logger = createLogger(definition.name, config.LOG_LEVEL);
-  if (config.STORAGE_TOKEN === DEV_STORAGE_TOKEN)
-    logger.warn('STORAGE_TOKEN is the development default; set a secret one outside a laptop');
+  // Production refused these in loadConfig; development keeps each, said once at start.
+  for (const { variable, message } of unsafeSettingsOf(definition.name, config))
+    logger.warn({ variable }, `${variable} ${message} (kept in development; UHP_ENV=production refuses it)`);
+  definition.prepare?.(config);
   const registry = createMetricsRegistry(definition.name);
 
   @Module({
@@ -82,6 +89,7 @@ async function startService<S extends z.ZodType<ServiceConfig>>(definition: Serv
       LoggingModule.forRoot(logger),
       GracefulShutdownModule,
       MetricsModule.forRoot(registry, { onApiPort: definition.metricsOnApiPort?.(config) }),
+      DependencyMonitorModule,
       definition.module(config),
     ],
   })
@@ -177,17 +185,57 @@ export async function serve(options: ServeOptions): Promise<INestApplication> {
   return app;
 }
 
-/** Counts requests being served; while draining, answers tell keep-alive clients to reconnect elsewhere. */
-function countRequests(app: INestApplication, isDraining: () => boolean): { count: number } {
-  const counter = { count: 0 };
+/** The requests being served; while draining, answers tell keep-alive clients to reconnect elsewhere. */
+interface InFlight {
+  readonly count: number;
+  /**
+   * Answers every request not yet answered with the contract's 503 (the grace period is over); returns their
+   * connections, to be closed once the answers are out (an answered request no longer holds its connection in
+   * the server's list, and its client could go on sending a body nobody wants).
+   */
+  answerUnanswered(): Socket[];
+}
+
+function countRequests(app: INestApplication, isDraining: () => boolean): InFlight {
+  const responses = new Set<ServerResponse>();
   app.use((_req: IncomingMessage, res: ServerResponse, next: () => void) => {
-    counter.count += 1;
-    res.once('close', () => (counter.count -= 1));
+    responses.add(res);
+    res.once('close', () => responses.delete(res));
     if (isDraining()) res.setHeader('connection', 'close');
     next();
   });
-  return counter;
+  return {
+    get count() {
+      return responses.size;
+    },
+    answerUnanswered() {
+      const answered: Socket[] = [];
+      const error = new ApiError('service_unavailable', 'The service stopped before this request was done; try again.');
+      const body = JSON.stringify(error.toBody());
+      for (const res of responses) {
+        if (res.headersSent || !res.socket) continue;
+        answered.push(res.socket);
+        // Written whole but not ended: an ended answer would have Node discard the rest of the request body
+        // unseen, and the handler would wait for it; closing the connection ends the request as a cut one,
+        // so the handler cleans up as for a client gone (an upload discards what it staged).
+        res.writeHead(error.status, {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          'retry-after': '1',
+          connection: 'close',
+        });
+        res.write(body);
+      }
+      return answered;
+    },
+  };
 }
+
+/**
+ * After the grace period, how long the 503s written to requests still in flight get to leave before their
+ * connections close (a client still sending its body may miss an answer that is cut off with it).
+ */
+const LAST_ANSWERS_MS = 250;
 
 /**
  * Counts handlers still running. A request whose connection was closed may still be cleaning up (an
@@ -239,7 +287,7 @@ async function shutDown(
   context: ServeOptions & {
     server: Server;
     metricsServer: Server | null;
-    inFlight: { count: number };
+    inFlight: InFlight;
     handlers: { count: number };
     signal: string;
   },
@@ -256,8 +304,17 @@ async function shutDown(
     while (inFlight.count > 0 && !grace.aborted) await sleep(50);
   })();
   await Promise.all([requestsDone, lifecycle.drain(grace)]);
-  if (inFlight.count > 0)
-    logger.warn({ inFlight: inFlight.count }, 'grace period over; closing the connections still open');
+  if (inFlight.count > 0) {
+    // A request whose answer has not begun gets the contract's 503 (retry elsewhere); one whose answer is
+    // streaming can only be cut, which its client sees as a body short of its length.
+    const answered = inFlight.answerUnanswered();
+    logger.warn(
+      { inFlight: inFlight.count, answered: answered.length },
+      'grace period over; closing the connections still open',
+    );
+    if (answered.length > 0) await sleep(LAST_ANSWERS_MS);
+    for (const socket of answered) socket.destroy();
+  }
   server.closeAllConnections();
   const windDown = Date.now() + WIND_DOWN_MS;
   while (handlers.count > 0 && Date.now() < windDown) await sleep(50);

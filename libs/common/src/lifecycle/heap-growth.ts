@@ -7,11 +7,11 @@ import { setFlagsFromString } from 'node:v8';
  * Why: V8 starts incremental marking as soon as the room left under the old-generation limit is smaller than
  * the young generation (16 MiB semi-spaces once a transfer has grown them), and it sets that limit from a
  * growth factor it derives from GC and allocation speeds, as low as 1.1× the live heap. Our processes hold a
- * ~37 MB live heap and allocate little that lives, so after a collection the limit often lands 4-20 MB above
- * it: marking runs again after every few MB promoted. Storage then ran 8-15 mark-compacts per four 100 MiB
- * uploads (up to 6.6 CPU s/GiB) in ten of thirteen runs; with a fixed factor of 2, 1-2 in every run (3.5-4.4 s/GiB).
- * The price is at most one live heap of old garbage between collections; peak RSS did not move in the
- * measurements (docs/benchmarks.md, "V8's old-generation growth fixed at 2×").
+ * small live heap and allocate little that lives, so after a collection the limit often lands only a few MB
+ * above it: marking runs again after every few MB promoted, and a transfer pays for mark-compact after
+ * mark-compact in CPU. A fixed factor of 2 makes them rare and keeps their number the same from run to run.
+ * The price is at most one live heap of old garbage between collections, which does not raise peak RSS
+ * (`npm run bench:memory` and docs/benchmarks.md show both).
  *
  * `--heap-growing-percent` is a V8 flag Node does not take from NODE_OPTIONS; V8 reads it at every limit
  * it computes, so setting it once at start is enough.

@@ -14,7 +14,9 @@ describe('PresignedUrlReader', () => {
   let base: string;
   let seen: IncomingMessage[] = [];
   let failures: S3ReadFailure[] = [];
-  const reader = new PresignedUrlReader({ idleTimeoutMs: 300, onFailure: (failure) => failures.push(failure) });
+  const newReader = () =>
+    new PresignedUrlReader({ idleTimeoutMs: 300, onFailure: (failure) => failures.push(failure) });
+  let reader = newReader();
 
   const answer = (req: IncomingMessage, res: ServerResponse) => {
     seen.push(req);
@@ -104,10 +106,17 @@ describe('PresignedUrlReader', () => {
     expect((await read(whole.body)).equals(body)).toBe(true);
   });
 
-  it('gives up on an S3 that does not answer within the idle timeout', async () => {
+  it('gives up on an S3 that does not answer within the idle timeout, and then refuses reads at once', async () => {
     await expect(reader.read(`${base}/bucket/silent`)).rejects.toMatchObject({ code: 'service_unavailable' });
     expect(failures).toHaveLength(1);
     expect(failures[0]).toEqual({ host: new URL(base).host, path: '/bucket/silent', code: 'S3 read stalled' });
+    // Marked down: the next read is not sent at all, until a probe of the endpoint answers.
+    const sentBefore = seen.length;
+    await expect(reader.read(`${base}/bucket/ignores-range`)).rejects.toMatchObject({ status: 503 });
+    expect(seen.filter((req) => req.url !== '/')).toHaveLength(sentBefore);
+    expect(reader.breaker.isUp).toBe(false);
+    await expect.poll(() => reader.breaker.isUp, { timeout: 5_000 }).toBe(true);
+    await expect(reader.read(`${base}/bucket/ignores-range`)).resolves.toMatchObject({ contentLength: body.length });
   });
 
   it('cuts a body that stalls mid-way, so the reader sees an error rather than waiting for ever', async () => {
@@ -116,6 +125,8 @@ describe('PresignedUrlReader', () => {
   });
 
   it('answers service_unavailable when S3 cannot be reached, many reads at once', async () => {
+    reader.close();
+    reader = newReader();
     const closed = createServer();
     closed.listen(0, '127.0.0.1');
     await once(closed, 'listening');
@@ -128,6 +139,9 @@ describe('PresignedUrlReader', () => {
     expect(results.map((result) => result.status === 'rejected' && result.reason.code)).toEqual(
       Array(16).fill('service_unavailable'),
     );
+    // Each was sent before the first refusal marked S3 down; the next is refused before it is sent.
     expect(failures.map((failure) => failure.code)).toEqual(Array(16).fill('ECONNREFUSED'));
+    await expect(reader.read(`http://127.0.0.1:${port}/bucket/k`)).rejects.toMatchObject({ status: 503 });
+    expect(failures).toHaveLength(16);
   });
 });

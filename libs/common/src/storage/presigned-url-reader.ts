@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import { ApiError } from '../errors/api-error';
+import { CircuitBreaker } from '../health/circuit-breaker';
 import { HttpClient, readText } from '../http/http.client';
 import { objectReadOf } from './http-exchange';
 import type { ByteRange, ObjectRead } from './object-store';
@@ -15,7 +16,7 @@ export interface S3ReadFailure {
 }
 
 export interface PresignedUrlReaderOptions {
-  /** No byte from S3 for this long, before or during the body: the read is cut. */
+  /** No byte from S3 for this long, before or during the body: the read is cut (S3_REQUEST_TIMEOUT_MS). */
   idleTimeoutMs: number;
   onFailure?: (failure: S3ReadFailure) => void;
 }
@@ -47,14 +48,34 @@ export class PresignedUrlReader {
    */
   private readonly http: HttpClient;
 
+  /**
+   * Whether S3 answers, as this process sees it: a read that waited its whole bound in silence, or found nobody
+   * listening, marks S3 down, and reads are refused at once (503) until S3's endpoint answers anything again.
+   */
+  readonly breaker: CircuitBreaker;
+  /** Where S3 was last read from: the endpoint a probe asks. */
+  private origin: string | null = null;
+
   constructor(private readonly options: PresignedUrlReaderOptions) {
     const idleMs = options.idleTimeoutMs;
     this.http = new HttpClient({ connectMs: idleMs, headersMs: idleMs, idleMs });
+    this.breaker = new CircuitBreaker({
+      dependency: 's3',
+      // Any answer will do (S3 refuses an unsigned GET of its root): it is there and answering.
+      probe: async (signal) => {
+        if (!this.origin) return;
+        const answer = await this.http.send({ method: 'GET', url: new URL('/', this.origin), signal });
+        await answer.body.dump().catch(() => undefined);
+      },
+      probeTimeoutMs: idleMs,
+    });
   }
 
   /** Opens the object behind `url`, or one range of it; 404 is not_found, any other failure service_unavailable. */
   async read(url: string, range?: ByteRange): Promise<ObjectRead> {
+    this.breaker.assertUp();
     const target = new URL(url);
+    this.origin = target.origin;
     const failed = (failure: Omit<S3ReadFailure, 'host' | 'path'>) =>
       this.options.onFailure?.({ host: target.host, path: target.pathname, ...failure });
     const answer = await this.http
@@ -65,6 +86,7 @@ export class PresignedUrlReader {
         headers: range ? { range: `bytes=${range.start}-${range.end}` } : {},
       })
       .catch((error: NodeJS.ErrnoException) => {
+        this.breaker.observe(error);
         failed({ code: noAnswerCode(error) });
         throw unavailable();
       });
@@ -88,6 +110,7 @@ export class PresignedUrlReader {
   }
 
   close(): void {
+    this.breaker.close();
     this.http.close();
   }
 }

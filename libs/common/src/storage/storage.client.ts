@@ -1,4 +1,4 @@
-import { PassThrough, type Readable } from 'node:stream';
+import { type Readable, Transform } from 'node:stream';
 import {
   type CompletedBlocksReceipt,
   type ComposedObjectReceipt,
@@ -14,7 +14,8 @@ import {
   type StoredObjectReceipt,
 } from '@app/contracts';
 import { ApiError } from '../errors/api-error';
-import { type HttpAnswer, type HttpCall, HttpClient, type HttpClientTimeouts, readText } from '../http/http.client';
+import { CircuitBreaker } from '../health/circuit-breaker';
+import { type HttpAnswer, type HttpCall, HttpClient, readText } from '../http/http.client';
 import { currentRequestId, REQUEST_ID_HEADER } from '../logging/request-context';
 import { objectReadOf } from './http-exchange';
 import { type ByteRange, type ObjectRead, ObjectStore, type PutOptions } from './object-store';
@@ -28,7 +29,14 @@ export interface StorageClientOptions {
    * it they are relayed by the storage service (for callers that may reach only the storage service).
    */
   directReads?: PresignedUrlReader;
-  timeouts?: Partial<HttpClientTimeouts>;
+  /** The idle limit of an answer's body (UHP_IDLE_TIMEOUT_MS; 60 s when not given). */
+  idleMs?: number;
+  /**
+   * STORAGE_REQUEST_TIMEOUT_MS: to connect; and a call that goes this long without its answer's head, or
+   * without the service reading what is sent, makes the client probe the service's /healthz (see `send`);
+   * 30 s when not given.
+   */
+  requestTimeoutMs?: number;
 }
 
 /**
@@ -36,6 +44,9 @@ export interface StorageClientOptions {
  * (the last step of an upload, a compose, a hash): reading or joining gigabytes, which S3 may take minutes over.
  */
 const STORAGE_WORK_HEADERS_TIMEOUT_MS = 15 * 60_000;
+
+/** Failures that say nobody answers at the storage service's address (its stalls are found by probing). */
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 
 const unavailable = () => new ApiError('service_unavailable', 'Object storage is unavailable; try again.');
 
@@ -84,11 +95,31 @@ async function jsonAnswer<T>(answer: HttpAnswer): Promise<T> {
 export class StorageClient extends ObjectStore {
   private readonly http: HttpClient;
   private readonly base: URL;
+  /**
+   * Whether the storage service answers. Its calls may rightly wait long (it waits on S3, which has its own
+   * bound), so a slow call is not a verdict: a call stuck past STORAGE_REQUEST_TIMEOUT_MS has the client ask
+   * /healthz, and only when that gets no answer in as long is the service marked down and every call in flight
+   * ended with 503.
+   */
+  readonly breaker: CircuitBreaker;
+  private readonly requestTimeoutMs: number;
 
   constructor(private readonly options: StorageClientOptions) {
     super();
     this.base = new URL(options.baseUrl);
-    this.http = new HttpClient(options.timeouts);
+    const { requestTimeoutMs = 30_000, idleMs = 60_000 } = options;
+    this.requestTimeoutMs = requestTimeoutMs;
+    // Simple calls may wait on one S3 request of the storage service's, plus the time to notice a stall.
+    this.http = new HttpClient({ connectMs: requestTimeoutMs, headersMs: 2 * requestTimeoutMs, idleMs });
+    this.breaker = new CircuitBreaker({
+      dependency: 'storage',
+      probe: async (signal) => {
+        const answer = await this.http.send({ method: 'GET', url: new URL('/healthz', this.base), signal });
+        await answer.body.dump().catch(() => undefined);
+        if (answer.statusCode !== 200) throw new Error(`storage service /healthz answered ${answer.statusCode}`);
+      },
+      probeTimeoutMs: requestTimeoutMs,
+    });
   }
 
   /** Whether reads go straight to S3 (through signed URLs) rather than through the storage service. */
@@ -96,14 +127,43 @@ export class StorageClient extends ObjectStore {
     return this.options.directReads !== undefined;
   }
 
-  /** Sends one call to the storage service; a lost exchange (after the retries idempotent calls get) is unavailable. */
-  private async send(call: Omit<HttpCall, 'url'> & { path: string }): Promise<HttpAnswer> {
+  /** The reader of direct reads, when reads go straight to S3. */
+  get directReads(): PresignedUrlReader | undefined {
+    return this.options.directReads;
+  }
+
+  /**
+   * Sends one call to the storage service; a lost exchange (after the retries idempotent calls get) is
+   * unavailable. Refused at once while the service is marked down. Until the answer's head arrives, every
+   * STORAGE_REQUEST_TIMEOUT_MS in which the call made no progress (`sent`: bytes of its body sent so far) has the
+   * service probed; a failed probe marks it down, which ends this call and every other in flight.
+   */
+  private async send(call: Omit<HttpCall, 'url'> & { path: string; sent?: () => number }): Promise<HttpAnswer> {
+    this.breaker.assertUp();
     const requestId = currentRequestId();
-    const { path, ...rest } = call;
+    const { path, sent, signal: callerSignal, ...rest } = call;
+    const down = this.breaker.downSignal;
+    let progress = sent?.() ?? 0;
+    let lastProgressAt = Date.now();
+    const watchdog = setInterval(
+      () => {
+        const now = sent?.() ?? 0;
+        if (now !== progress) {
+          progress = now;
+          lastProgressAt = Date.now();
+        } else if (Date.now() - lastProgressAt >= this.requestTimeoutMs) {
+          lastProgressAt = Date.now();
+          void this.breaker.probe();
+        }
+      },
+      Math.max(100, this.requestTimeoutMs / 4),
+    );
+    watchdog.unref();
     try {
       return await this.http.send({
         ...rest,
         url: new URL(path, this.base),
+        signal: callerSignal ? AbortSignal.any([callerSignal, down]) : down,
         headers: {
           authorization: `Bearer ${this.options.token}`,
           ...(requestId ? { [REQUEST_ID_HEADER]: requestId } : {}),
@@ -111,8 +171,11 @@ export class StorageClient extends ObjectStore {
         },
       });
     } catch (error) {
-      if (call.signal?.aborted) throw call.signal.reason ?? error;
+      if (callerSignal?.aborted) throw callerSignal.reason ?? error;
+      if (UNREACHABLE_CODES.has((error as NodeJS.ErrnoException)?.code ?? '')) this.breaker.observe(error);
       throw unavailable();
+    } finally {
+      clearInterval(watchdog);
     }
   }
 
@@ -141,7 +204,15 @@ export class StorageClient extends ObjectStore {
     // The caller's stream is relayed, not handed over: the HTTP client destroys the body it sends when the
     // exchange ends early, and what is left of the caller's stream stays the caller's (an early refusal
     // leaves it unread, to be drained or answered).
-    const relay = new PassThrough();
+    let sent = 0;
+    // Counts what the exchange takes: once the storage service stops reading, the relay's buffer fills and the
+    // count stands still (see send's watchdog).
+    const relay = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        sent += chunk.length;
+        done(null, chunk);
+      },
+    });
     // The relay fails only with the caller's stream or the exchange, and each of those rejects this call; once
     // the exchange is over nobody else listens, and an 'error' with no listener would end the process.
     relay.on('error', () => undefined);
@@ -163,6 +234,7 @@ export class StorageClient extends ObjectStore {
           path,
           body: relay,
           signal: opts.signal,
+          sent: () => sent,
           headersTimeoutMs: STORAGE_WORK_HEADERS_TIMEOUT_MS,
           headers: {
             'content-type': 'application/octet-stream',
@@ -280,6 +352,7 @@ export class StorageClient extends ObjectStore {
   }
 
   close(): void {
+    this.breaker.close();
     this.http.close();
     this.options.directReads?.close();
   }

@@ -7,9 +7,10 @@ import pg from 'pg';
 /**
  * A migration runner that applies `libs/db/prisma/migrations/<name>/migration.sql` the way
  * `prisma migrate deploy` does, without the prisma CLI (the migrate image must not carry it, and the
- * CLI idles ~10 s before it exits). It records every migration in Prisma's own `_prisma_migrations`
- * table with the same values, so the CLI and this runner can take turns on one database:
- * `prisma migrate status` agrees with it, and `prisma migrate deploy` after it applies nothing.
+ * CLI lingers idle before it exits, which every pod waiting on migrations would pay). It records every
+ * migration in Prisma's own `_prisma_migrations` table with the same values, so the CLI and this runner can
+ * take turns on one database: `prisma migrate status` agrees with it, and `prisma migrate deploy` after it
+ * applies nothing.
  *
  * - in name order, each migration in a transaction of its own together with its row; a migration that
  *   fails rolls back and leaves no row, so it can be fixed and run again;

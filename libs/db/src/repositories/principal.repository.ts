@@ -95,6 +95,11 @@ export class PrincipalRepository {
     });
   }
 
+  /** Keys not revoked, of every principal. */
+  async countLiveKeys(): Promise<number> {
+    return this.prisma.apiKey.count({ where: { revokedAt: null } });
+  }
+
   /** Bootstrap keys the environment no longer lists are revoked; keys made with the CLI are left alone. */
   async revokeBootstrapKeysExcept(keyHashes: string[]): Promise<number> {
     const { count } = await this.prisma.apiKey.updateMany({

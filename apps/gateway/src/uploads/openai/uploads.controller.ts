@@ -1,6 +1,7 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Req, UseGuards } from '@nestjs/common';
 import type { Request } from 'express';
-import { APP_CONFIG, fileLimitsOf, type GatewayConfig } from '@app/common';
+import { APP_CONFIG, type GatewayConfig } from '@app/common';
+import { effectiveLimitsOf } from '../../limits/effective-limits';
 import { PrincipalId } from '../../auth/auth';
 import { presentUpload, presentUploadPart } from '../../http/presenters';
 import { uploadBodyOf, UploadPartLengthGuard } from '../../http/upload-body';
@@ -26,7 +27,7 @@ export class UploadsController {
   @HttpCode(200)
   async create(@PrincipalId() principalId: string, @Body() body: unknown) {
     return present(
-      await this.uploads.create(principalId, parseCreateUpload(body, fileLimitsOf(this.config).maxFileBytes)),
+      await this.uploads.create(principalId, parseCreateUpload(body, effectiveLimitsOf(this.config).maxUploadBytes)),
     );
   }
 

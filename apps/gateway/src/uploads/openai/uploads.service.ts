@@ -1,10 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { ApiError, ObjectStore } from '@app/common';
+import { ApiError, APP_CONFIG, ObjectStore, type GatewayConfig } from '@app/common';
 import { isId, MIN_BLOCK_BYTES, newId } from '@app/contracts';
 import { FileRepository, UploadRepository, type FileRow, type UploadPartRow, type UploadRow } from '@app/db';
 import { UnitOfWork, type StagedObject } from '@app/lifecycle';
-import { MAX_UPLOAD_PART_BYTES, type UploadBody } from '../../http/upload-body';
+import type { UploadBody } from '../../http/upload-body';
+import { effectiveLimitsOf } from '../../limits/effective-limits';
 import { STRICT_ENVELOPE_BYTES, UploadReceiver } from '../receiver/upload-receiver';
 import { UploadCompletion } from '../resumable/completion/upload-completion';
 import { PendingUploads } from '../resumable/pending-uploads';
@@ -46,6 +47,7 @@ export class UploadsService {
     @Inject(UploadAdmission) private readonly admission: UploadAdmission,
     @Inject(PendingUploads) private readonly pendingUploads: PendingUploads,
     @Inject(UploadCompletion) private readonly completion: UploadCompletion,
+    @Inject(APP_CONFIG) private readonly config: GatewayConfig,
   ) {}
 
   async create(principalId: string, input: CreateUploadInput): Promise<UploadView> {
@@ -90,9 +92,10 @@ export class UploadsService {
    */
   async addPart(principalId: string, id: string, body: UploadBody, arrival?: ArrivalTicket): Promise<UploadPartRow> {
     const declared = declaredLength(body);
+    const { maxUploadPartBytes } = effectiveLimitsOf(this.config);
     const request = {
       minBytes: declared === null ? 0 : Math.max(0, declared - STRICT_ENVELOPE_BYTES),
-      maxBytes: Math.min(declared ?? MAX_UPLOAD_PART_BYTES, MAX_UPLOAD_PART_BYTES),
+      maxBytes: Math.min(declared ?? maxUploadPartBytes, maxUploadPartBytes),
       asBlock: declared !== null && declared >= BLOCK_REQUEST_MIN_BYTES,
     };
     // Blocks are taken in the order the parts arrived here (see PartArrivalOrder).

@@ -5,7 +5,6 @@ import {
   ApiError,
   APP_CONFIG,
   ClientGoneError,
-  fileLimitsOf,
   LOGGER,
   type AppLogger,
   type GatewayConfig,
@@ -13,6 +12,7 @@ import {
 } from '@app/common';
 import { ObjectStager, type HashedStagedObject } from '@app/lifecycle';
 import type { UploadBody } from '../../http/upload-body';
+import { effectiveLimitsOf } from '../../limits/effective-limits';
 import { resolveContentType } from './content-type';
 import { acceptFilename } from './filename';
 
@@ -98,7 +98,7 @@ export class UploadReceiver {
     checkField: FieldCheck,
     options: ReceiveOptions = {
       fileField: 'file',
-      maxBytes: fileLimitsOf(this.config).maxSingleRequestFileBytes,
+      maxBytes: effectiveLimitsOf(this.config).maxSingleRequestFileBytes,
       isNamed: true,
     },
   ): Promise<ReceivedUpload> {

@@ -49,7 +49,7 @@ interface RenderedDocument {
 
 /**
  * A fresh context with its page, made ahead of the next conversion: opening a page starts a renderer
- * process, which costs 0.5–2 s on this machine, so it is done while the worker waits for work. Each
+ * process, slow next to converting a small document, so it is done while the worker waits for work. Each
  * context still serves exactly one document and is closed after it.
  */
 interface Tab {
@@ -101,9 +101,9 @@ export class ChromiumConverter implements PdfConverter {
   }
 
   /**
-   * Whether Chromium starts here, in its confinement, without Playwright: loading playwright-core costs an idle
-   * worker about 70 MB, so it is loaded, and the browser launched, at the first conversion. A headless Chromium
-   * prints an empty page's DOM and exits; once that has worked, it is not repeated.
+   * Whether Chromium starts here, in its confinement, without Playwright: playwright-core is large and an idle
+   * worker should not carry it, so it is loaded, and the browser launched, at the first conversion. A headless
+   * Chromium prints an empty page's DOM and exits; once that has worked, it is not repeated.
    */
   private probe(): Promise<void> {
     this.probed ??= this.withSandboxFallback((sandbox) => this.probeWith(sandbox)).catch((error: unknown) => {
@@ -354,7 +354,7 @@ export class ChromiumConverter implements PdfConverter {
     );
     let browser: Browser;
     try {
-      // Loaded at the first launch, not at start: playwright-core alone is ~70 MB of an idle worker's memory.
+      // Loaded at the first launch, not at start: an idle worker does not carry playwright-core.
       const { chromium } = await import('playwright-core');
       browser = await chromium.launch({
         executablePath: launcher,

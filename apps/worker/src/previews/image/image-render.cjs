@@ -3,7 +3,7 @@
  * The image converter's process: started by the worker through the sandbox (one confined process per image), it
  * decodes an untrusted png, jpeg, gif or webp with sharp (libvips) and lays it on one PDF page with pdf-lib. The
  * worker itself never loads either: a hostile image meets libvips only here, and an idle worker does not carry
- * libvips (~20 MB) or pdf-lib.
+ * libvips or pdf-lib in its memory.
  *
  *   node image-render.cjs probe
  *     prints {"missing":[...]}: the formats this sharp cannot decode from a file.

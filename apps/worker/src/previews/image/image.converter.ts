@@ -45,10 +45,11 @@ export class ImageConverter implements PdfConverter {
     private readonly options: PreviewConverterOptions,
     private readonly runner: ProcessRunner,
     private readonly validator: PdfValidator,
-    /** The renderer script and its packages, where the renderer's uid can read them (converter-files.ts). */
-    readonly files: Pick<ConverterFiles, 'imageRenderScript' | 'nodeModules'> = {
+    /** The renderer script, its packages and Node, where the renderer's uid can read them (converter-files.ts). */
+    readonly files: Pick<ConverterFiles, 'imageRenderScript' | 'nodeModules' | 'node'> = {
       imageRenderScript: IMAGE_RENDER_SCRIPT,
       nodeModules: NODE_MODULES,
+      node: process.execPath,
     },
   ) {
     this.maxInputBytes = options.image.maxInputBytes;
@@ -56,7 +57,8 @@ export class ImageConverter implements PdfConverter {
     this.identity = {
       uidOffset: SANDBOX_UIDS.image,
       writable: [this.dir],
-      readable: [files.imageRenderScript, files.nodeModules],
+      // Node too: where it is not beneath a system directory (nvm), Landlock would refuse to run it.
+      readable: [files.imageRenderScript, files.nodeModules, files.node],
     };
     this.limits = { addressSpaceBytes: options.image.addressSpaceBytes, maxFileBytes: options.maxOutputBytes };
   }
@@ -114,7 +116,7 @@ export class ImageConverter implements PdfConverter {
 
   private renderer(args: string[], timeoutMs: number, signal?: AbortSignal) {
     return this.runner.run({
-      command: process.execPath,
+      command: this.files.node,
       args: [this.files.imageRenderScript, ...args],
       identity: this.identity,
       limits: this.limits,

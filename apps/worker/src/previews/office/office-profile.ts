@@ -1,9 +1,9 @@
 /**
  * The LibreOffice user profile every pool member starts from, written fresh on each (re)start. Only
- * registrymodifications.xcu is needed: LibreOffice fills in the rest in ~0.3 s.
+ * registrymodifications.xcu is needed: LibreOffice fills in the rest itself, quickly.
  *
- * - `ooSetupLastVersion` equal to the installed version skips the ~3.5 s first-start graphics self-test
- *   (LibreOffice never records it in headless mode, so every fresh profile would run it again).
+ * - `ooSetupLastVersion` equal to the installed version skips the first-start graphics self-test, the slowest
+ *   part of a start (LibreOffice never records it in headless mode, so every fresh profile would run it again).
  * - Macros: highest security level and execution disabled (the loader also passes NEVER_EXECUTE).
  * - Links (OLE, DDE, linked sections, external images) are never updated; untrusted referer links blocked.
  * - Calc never recalculates on load (Formula/Load OOXMLRecalcMode and ODFRecalcMode, 1 = never): formulas show

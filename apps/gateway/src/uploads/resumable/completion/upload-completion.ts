@@ -12,8 +12,9 @@ import { JoinBlocksCompletion } from './join-blocks.completion';
 import { WholeObjectCompletion } from './whole-object.completion';
 
 /**
- * How long one completion holds an upload. Composing and hashing take about a second per 150 MB; past
- * this a claim whose gateway died lapses, and another completion may take the upload.
+ * How long one completion holds an upload: composing and hashing take time in proportion to the upload's size,
+ * and this leaves room for the largest; past it a claim whose gateway died lapses, and another completion may
+ * take the upload.
  */
 const COMPLETION_CLAIM_MS = 15 * 60_000;
 
