@@ -96,7 +96,10 @@ export function tourProgram(calls: TourCall[]): string {
     if (call.reads.length === 0) return;
     lines.push(`declare const answer${i}: ${operation}['responses'][200]['content']['application/json'];`);
     for (const read of call.reads) {
-      const access = read.replace(/\[\]/g, '[0]').replace(/\.(\w+)/g, '?.$1').replace(/\[(\d+)\]/g, '?.[$1]');
+      const access = read
+        .replace(/\[\]/g, '[0]')
+        .replace(/\.(\w+)/g, '?.$1')
+        .replace(/\[(\d+)\]/g, '?.[$1]');
       lines.push(`export const read${i}_${lines.length} = answer${i}${access};`);
     }
   });
