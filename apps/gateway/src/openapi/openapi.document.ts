@@ -214,6 +214,55 @@ const OPERATIONS_PATHS = {
   },
 };
 
+/** One message of a response's input, as parseResponseRequest takes it (docs/api.md §4). */
+const INPUT_MESSAGE = {
+  type: 'object',
+  required: ['role', 'content'],
+  properties: {
+    type: { const: 'message' },
+    role: { enum: ['user', 'system', 'developer', 'assistant'] },
+    content: {
+      oneOf: [
+        { type: 'string' },
+        {
+          type: 'array',
+          items: {
+            oneOf: [
+              {
+                type: 'object',
+                required: ['type', 'text'],
+                properties: { type: { enum: ['input_text', 'output_text'] }, text: { type: 'string' } },
+              },
+              {
+                type: 'object',
+                required: ['type'],
+                description: 'file_id, or file_data as a base64 data: URL with filename',
+                properties: {
+                  type: { const: 'input_file' },
+                  file_id: { type: 'string' },
+                  file_data: { type: 'string' },
+                  filename: { type: 'string' },
+                },
+              },
+              {
+                type: 'object',
+                required: ['type'],
+                description: 'file_id, or image_url as a base64 data: URL',
+                properties: {
+                  type: { const: 'input_image' },
+                  file_id: { type: 'string' },
+                  image_url: { type: 'string' },
+                  detail: { type: 'string' },
+                },
+              },
+            ],
+          },
+        },
+      ],
+    },
+  },
+} as const;
+
 export const OPENAPI_DOCUMENT = {
   openapi: '3.1.0',
   info: {
@@ -632,7 +681,7 @@ export const OPENAPI_DOCUMENT = {
                   required: ['input'],
                   properties: {
                     session_id: { type: 'string' },
-                    input: { oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'object' } }] },
+                    input: { oneOf: [{ type: 'string' }, { type: 'array', items: INPUT_MESSAGE }] },
                     agent: { enum: ['report', 'http'] },
                     model: { type: 'string' },
                     instructions: { type: 'string' },

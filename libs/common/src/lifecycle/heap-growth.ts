@@ -11,7 +11,7 @@ import { setFlagsFromString } from 'node:v8';
  * above it: marking runs again after every few MB promoted, and a transfer pays for mark-compact after
  * mark-compact in CPU. A fixed factor of 2 makes them rare and keeps their number the same from run to run.
  * The price is at most one live heap of old garbage between collections, which does not raise peak RSS
- * (`npm run bench:memory` and docs/benchmarks.md show both).
+ * (`npm run bench:memory` measures the peak RSS).
  *
  * `--heap-growing-percent` is a V8 flag Node does not take from NODE_OPTIONS; V8 reads it at every limit
  * it computes, so setting it once at start is enough.
