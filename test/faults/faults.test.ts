@@ -66,6 +66,27 @@ async function downloadOk(path: string, expected: Buffer): Promise<void> {
   expect(sha256(res.body)).toBe(sha256(expected));
 }
 
+/** A new session holding one PNG artifact: the paths of its PDF preview and of the session's archive. */
+async function imageInSession(name: string, background: string): Promise<{ pdfPath: string; archivePath: string }> {
+  const session = await world.session();
+  const png = await sharp({ create: { width: 16, height: 16, channels: 3, background } })
+    .png()
+    .toBuffer();
+  const image = await world.artifact(session.container_id, name, png, 'image/png');
+  return {
+    pdfPath: `/v1/containers/${session.container_id}/files/${image.id}/pdf`,
+    archivePath: `/v1/sessions/${session.id}/files/archive`,
+  };
+}
+
+/** The archive, asked for again while refused (503) or still building (202), as a client following Retry-After. */
+function archiveServed(archivePath: string): Promise<ApiResponse> {
+  return untilServed(async () => {
+    const res = await world.call('GET', archivePath);
+    return res.status === 202 ? { ...res, status: 503 } : res;
+  }, 30_000);
+}
+
 /** A session holding `extra` more artifact rows than its one real file (all on that file's object, counted). */
 async function bigSession(extra: number): Promise<{ id: string; files: number }> {
   const session = await world.session();
@@ -195,13 +216,7 @@ describe('Redis stopped and restarted', () => {
   });
 
   it('during enqueues: previews and archives answer 503 with Retry-After, and succeed once it is back', async () => {
-    const session = await world.session();
-    const png = await sharp({ create: { width: 16, height: 16, channels: 3, background: '#3366aa' } })
-      .png()
-      .toBuffer();
-    const image = await world.artifact(session.container_id, 'pic.png', png, 'image/png');
-    const pdfPath = `/v1/containers/${session.container_id}/files/${image.id}/pdf`;
-    const archivePath = `/v1/sessions/${session.id}/files/archive`;
+    const { pdfPath, archivePath } = await imageInSession('pic.png', '#3366aa');
     await world.redis.stop();
     try {
       expectRetryable(await world.call('GET', pdfPath));
@@ -212,10 +227,7 @@ describe('Redis stopped and restarted', () => {
     const pdf = await untilServed(() => world.call('GET', pdfPath));
     expect(pdf.status, pdf.body.toString()).toBe(200);
     expect(pdf.headers.get('content-type')).toBe('application/pdf');
-    const zip = await untilServed(async () => {
-      const res = await world.call('GET', archivePath);
-      return res.status === 202 ? { ...res, status: 503 } : res;
-    }, 30_000);
+    const zip = await archiveServed(archivePath);
     expect(zip.status, zip.body.toString()).toBe(200);
     expect(zip.headers.get('content-type')).toBe('application/zip');
     await world.expectDoctorClean();
@@ -447,13 +459,7 @@ describe('a dependency stalled (frozen with its connections open, as SIGSTOP doe
   }, 90_000);
 
   it('Redis: previews and archives answer 503 within REDIS_COMMAND_TIMEOUT_MS; uploads and downloads go on; afterwards previews are served', async () => {
-    const session = await world.session();
-    const png = await sharp({ create: { width: 16, height: 16, channels: 3, background: '#aa3366' } })
-      .png()
-      .toBuffer();
-    const image = await world.artifact(session.container_id, 'stall.png', png, 'image/png');
-    const pdfPath = `/v1/containers/${session.container_id}/files/${image.id}/pdf`;
-    const archivePath = `/v1/sessions/${session.id}/files/archive`;
+    const { pdfPath, archivePath } = await imageInSession('stall.png', '#aa3366');
     world.redis.pause();
     try {
       const preview = await timed(() => world.call('GET', pdfPath));
@@ -475,10 +481,7 @@ describe('a dependency stalled (frozen with its connections open, as SIGSTOP doe
     expect(pdf.status, pdf.body.toString()).toBe(200);
     expect(pdf.headers.get('content-type')).toBe('application/pdf');
     // The archive refused while Redis stalled is built once asked again, as Retry-After says.
-    const zip = await untilServed(async () => {
-      const res = await world.call('GET', archivePath);
-      return res.status === 202 ? { ...res, status: 503 } : res;
-    }, 30_000);
+    const zip = await archiveServed(archivePath);
     expect(zip.status, zip.body.toString()).toBe(200);
     await world.expectDoctorClean();
   }, 120_000);
