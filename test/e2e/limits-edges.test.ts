@@ -1,8 +1,10 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, type ApiResponse, fileForm } from '../support/api';
+import { db, dbNow } from '../support/db';
 import { KEYS, ownQueues, testPort } from '../support/env';
 import { pollUntil } from '../support/poll';
+import { objectKeys, unfinishedUploads } from '../support/s3';
 import { Stack } from '../support/stack';
 
 /**
@@ -26,6 +28,8 @@ const CONFIGURED = {
   ...ownQueues('limits-edges'),
   WORKER_QUEUES: 'archive,purge',
   PREVIEW_ENABLED: 'false',
+  // The burst below sends every edge at once; the per-principal concurrency limits are not what it tests.
+  UHP_MAX_CONCURRENT_UPLOADS: '64',
 };
 
 /** What the limits served must be for CONFIGURED: each the smallest of the limits bounding it. */
@@ -70,7 +74,11 @@ async function uploadInOnePart(base: string, bytes: number, partBytes = bytes): 
   const form = new FormData();
   form.append('data', new Blob([randomBytes(partBytes)]), 'part');
   const part = await api('POST', `/v1/uploads/${created.json.id}/parts`, { base, form });
-  if (part.status !== 200) return refused(part);
+  if (part.status !== 200) {
+    // As a client would: an upload it cannot finish is cancelled, so it holds no open multipart upload.
+    expect((await json(base, `/v1/uploads/${created.json.id}/cancel`, {})).status).toBe(200);
+    return refused(part);
+  }
   const completed = await json(base, `/v1/uploads/${created.json.id}/complete`, { part_ids: [part.json.id] });
   if (completed.status !== 200) return refused(completed);
   expect(completed.json.file.bytes).toBe(bytes);
@@ -238,5 +246,40 @@ describe('every advertised maximum is accepted at exactly that size and refused 
 
   it.each(EDGES.map((edge) => [edge.name, edge] as const))('%s: one byte more is refused', async (_, edge) => {
     expect(await edge.attempt(stack.baseUrl, edge.maximum(limits) + 1)).toEqual(edge.refusal);
+  });
+
+  it('all at once, twice over (the archive aside): the same outcomes, and no row or object of a refused one', async () => {
+    const since = await dbNow();
+    const keysBefore = await objectKeys();
+    const openBefore = new Set(await unfinishedUploads());
+    const burst = EDGES.filter((edge) => !edge.name.startsWith('a session archive')).flatMap((edge) =>
+      [0, 1].flatMap(() => [
+        { edge, bytes: edge.maximum(limits), expected: 'accepted' as Outcome },
+        { edge, bytes: edge.maximum(limits) + 1, expected: edge.refusal as Outcome },
+      ]),
+    );
+    const outcomes = await Promise.all(burst.map(({ edge, bytes }) => edge.attempt(stack.baseUrl, bytes)));
+    expect(outcomes).toEqual(burst.map(({ expected }) => expected));
+    // Nothing half-kept: no object still uploading, none kept without a file, a container file or an upload
+    // part naming it, no new key in the bucket without a kept object behind it, no multipart upload left open.
+    const unowned = async () => {
+      const { rows } = await db.query(
+        `SELECT o.storage_key FROM stored_objects o WHERE o.created_at >= $1 AND (o.status = 'UPLOADING' OR
+            (o.status = 'READY' AND NOT EXISTS (SELECT 1 FROM files f WHERE f.object_id = o.id)
+              AND NOT EXISTS (SELECT 1 FROM container_files c WHERE c.object_id = o.id)))`,
+        [since],
+      );
+      const { rows: kept } = await db.query(
+        `SELECT storage_key FROM stored_objects WHERE created_at >= $1 AND status = 'READY'`,
+        [since],
+      );
+      const keptKeys = new Set(kept.map((row: { storage_key: string }) => row.storage_key));
+      const stray = [...(await objectKeys())].filter(
+        (key) => !keysBefore.has(key) && key.startsWith('objects/') && !keptKeys.has(key),
+      );
+      const open = (await unfinishedUploads()).filter((upload) => !openBefore.has(upload));
+      return [...rows.map((row: { storage_key: string }) => row.storage_key), ...stray, ...open];
+    };
+    await pollUntil(async () => (await unowned()).length === 0, 'no leftovers of the refused requests', 30_000);
   });
 });

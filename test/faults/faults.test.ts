@@ -420,6 +420,16 @@ describe('a dependency stalled (frozen with its connections open, as SIGSTOP doe
       const again = await timed(() => world.upload('during-s3-stall-2.bin', randomData(64 * 1024)));
       expectRetryable(again.res);
       expect(again.ms).toBeLessThan(DEPENDENCY_BOUNDS_MS.s3);
+      // As many at once as a principal may upload (8): each refused the same way, none waits out the bound,
+      // nothing is kept (the doctor, below).
+      const burst = await timed(async () => {
+        const answers = await Promise.all(
+          Array.from({ length: 8 }, (_, i) => world.upload(`burst-${i}.bin`, randomData(32 * 1024))),
+        );
+        for (const answer of answers) expectRetryable(answer);
+        return answers[0];
+      });
+      expect(burst.ms).toBeLessThan(DEPENDENCY_BOUNDS_MS.s3);
       expect(await dependencyState('storage', 's3')).toEqual({ up: false, gauge: '0' });
       while (Date.now() - stalledAt < 30_000) {
         await expectAllReady();
