@@ -55,18 +55,19 @@ describe('database.directUrl', () => {
     }
   });
 
-  it('gateway and storage get DATABASE_DIRECT_URL for the CLIs; the workers keep the pooled URL alone', async () => {
+  it('every service gets DATABASE_DIRECT_URL: its presence says DATABASE_URL is a transaction pooler', async () => {
     const objects = await render({ values: 'minimal', overrides: viaPgBouncer });
     for (const deployment of deployments(objects)) {
       const env = envOf(deployment, objects);
       expect(env.DATABASE_URL, deployment.metadata.name).toEqual({ secret: 'uhp-uhp-files', key: 'database-url' });
-      expect(env.DATABASE_DIRECT_URL, deployment.metadata.name).toEqual(
-        serviceOf(deployment) === 'worker' ? undefined : { secret: 'uhp-uhp-files', key: 'database-direct-url' },
-      );
+      expect(env.DATABASE_DIRECT_URL, deployment.metadata.name).toEqual({
+        secret: 'uhp-uhp-files',
+        key: 'database-direct-url',
+      });
     }
   });
 
-  it("the gateway's egress reaches both PgBouncer and Postgres; a pool's only PgBouncer", async () => {
+  it("every pod's egress reaches both PgBouncer and Postgres: its schema wait connects directly", async () => {
     const objects = await render({
       values: 'minimal',
       overrides: { ...viaPgBouncer, gateway: { networkPolicy: { enabled: true } } },
@@ -80,8 +81,7 @@ describe('database.directUrl', () => {
     const gateway = named<Policy>(objects, 'NetworkPolicy', 'uhp-uhp-files-gateway').spec.egress;
     expect(gateway).toContainEqual(namespaced(6432));
     expect(gateway).toContainEqual(namespaced(5432));
-    expect(portsOf('uhp-uhp-files-worker-preview-egress')).toContain(6432);
-    expect(portsOf('uhp-uhp-files-worker-preview-egress')).not.toContain(5432);
+    expect(portsOf('uhp-uhp-files-worker-preview-egress')).toEqual(expect.arrayContaining([6432, 5432]));
   });
 
   it('with existingSecret, database.hasDirectUrl reads the direct URL from the key secretKeys.databaseDirectUrl', async () => {

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { byKind, named, render, type K8sObject } from './support/helm';
 import { validateObject } from './support/schemas';
 import { deployments, plainValue, resolveEnv, serviceOf, type ResolvedEnv, type Workload } from './support/workloads';
+import { loadConfig, redisKeyPrefixOf, workerConfigSchema } from '@app/common';
 
 /**
  * redis.sentinel and redis.cluster: what the services get (REDIS_SENTINELS, REDIS_SENTINEL_*, REDIS_CLUSTER_NODES,
@@ -63,11 +64,6 @@ const secretData = (objects: K8sObject[], name = 'uhp-uhp-files') =>
 const ruleFor = (rules: Rule[], port: number) => rules.filter((rule) => rule.ports?.some((p) => p.port === port));
 const namespace = (name: string) => ({ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': name } } });
 
-/**
- * The key prefix BullMQ gets under Cluster: REDIS_KEY_PREFIX in a hash tag (the services' rule), so that every key
- * of a queue hashes to one slot and BullMQ's multi-key scripts run on one node.
- */
-const clusterPrefix = (prefix: string) => `{${prefix}}`;
 /** The part of a key Redis Cluster hashes: the first non-empty {…}, else the whole key (Redis Cluster spec). */
 const hashedPart = (key: string) => {
   const open = key.indexOf('{');
@@ -215,7 +211,13 @@ describe('redis.cluster', () => {
       const target = named<Workload>(objects, 'Deployment', object.spec.scaleTargetRef.name);
       const env = resolveEnv(target.spec.template.spec.containers[0]!, objects);
       const queues = plainValue(env, 'WORKER_QUEUES')!.split(',');
-      const prefix = clusterPrefix(plainValue(env, 'REDIS_KEY_PREFIX')!);
+      // The prefix the services compute from the pod's own settings.
+      const prefix = redisKeyPrefixOf({
+        REDIS_KEY_PREFIX: plainValue(env, 'REDIS_KEY_PREFIX')!,
+        REDIS_CLUSTER_NODES: loadConfig(workerConfigSchema, {
+          REDIS_CLUSTER_NODES: plainValue(env, 'REDIS_CLUSTER_NODES')!,
+        }).REDIS_CLUSTER_NODES,
+      });
       const expected = queues.flatMap((queue) => {
         const keys = new QueueKeys(prefix).getKeys(queue);
         return [keys.wait, keys.prioritized, keys.active];

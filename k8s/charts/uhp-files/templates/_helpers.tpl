@@ -584,12 +584,11 @@ from the cluster at run time.
 
 {{/*
 Postgres and Redis as backends. Postgres's host and port come from database.url; with existingSecret the URL is
-not visible here: port 5432, any address. A direct URL (database.directUrl) adds its own rule when the pod has it
-(withDirectUrl: gateway, for the keys CLI).
-(dict "root" $ "withDirectUrl" bool), or the root alone
+not visible here: port 5432, any address. A direct URL (database.directUrl) adds its own rule: every pod's
+wait-for-schema init container uses it, and the CLIs run in the gateway and storage pods.
 */}}
 {{- define "uhp.dataEgress" -}}
-{{- $root := .root | default . -}}
+{{- $root := . -}}
 {{- $v := $root.Values -}}
 {{- if and $v.database.url (not $v.existingSecret) -}}
 {{- include "uhp.postgresEgress" (dict "root" $root "url" $v.database.url) }}
@@ -597,7 +596,7 @@ not visible here: port 5432, any address. A direct URL (database.directUrl) adds
 - ports:
     - { port: 5432, protocol: TCP }
 {{- end }}
-{{- if and .withDirectUrl $v.database.directUrl (not $v.existingSecret) }}
+{{- if and $v.database.directUrl (not $v.existingSecret) }}
 {{ include "uhp.postgresEgress" (dict "root" $root "url" $v.database.directUrl) }}
 {{- end }}
 {{ include "uhp.redisEgress" $root | trim }}
