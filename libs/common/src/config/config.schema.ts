@@ -795,6 +795,11 @@ const workerSettings = z.object({
     'A `PURGING` object this long with no purge done gets its purge job again (its enqueue was lost: Redis down ' +
       'or restarted, say).',
   ),
+  LOST_JOB_SECONDS: integer(60, 1).describe(
+    'A preview or archive still waiting this long gets its job queued again by the sweep: Redis may have lost ' +
+      'it (a failover to a replica it had not reached yet, a restart without persistence). A job that exists ' +
+      'is left as it is (its id is derived from the row), so this only bounds how late a lost one starts.',
+  ),
   JOB_LOCK_MS: integer(30_000, 1_000, 600_000).describe(
     'How long a job stays claimed by a worker that stopped renewing its claim (killed, or cut off from Redis) ' +
       'before another worker takes it over; the claim is renewed every half of this, and checked as often.',
