@@ -19,6 +19,8 @@ import {
 } from '../support/redis-workload';
 import { emptyBucket, ensureBucket } from '../support/s3';
 import { Stack } from '../support/stack';
+import { TopologyProbe } from '../../apps/storage/src/doctor/topology.probe';
+import { doctorConfigFor } from '../support/doctor';
 
 /**
  * The services on a Redis Cluster of three primaries: the work goes through, and BullMQ's keys all carry the
@@ -135,5 +137,18 @@ describe('on Redis Cluster', () => {
       for (const exchange of uploads) exchange.destroy();
     }
     await expectNothingLeftOver(database!.url, BUCKET);
+  });
+
+  it('the doctor reports the cluster, its state and the hash-tagged key prefix', async () => {
+    const report = await new TopologyProbe(
+      doctorConfigFor(database!.url, BUCKET, { ...topology.stackEnv(), REDIS_KEY_PREFIX: KEY_PREFIX }),
+    ).report();
+    expect(report.redis).toMatchObject({
+      mode: 'cluster',
+      clusterState: 'ok',
+      primaries: 3,
+      keyPrefix: `{${KEY_PREFIX}}`,
+    });
+    expect(report.warnings).toEqual([]);
   });
 });

@@ -20,6 +20,9 @@ import {
 } from '../support/redis-workload';
 import { emptyBucket, ensureBucket } from '../support/s3';
 import { Stack } from '../support/stack';
+import { TopologyProbe } from '../../apps/storage/src/doctor/topology.probe';
+import { doctorConfigFor } from '../support/doctor';
+import { pollUntil } from '../support/poll';
 
 /**
  * The services on Redis Sentinel (a primary, a replica and three sentinels of the test's own, each side with its
@@ -57,6 +60,8 @@ beforeAll(async () => {
     PREVIEW_OFFICE_POOL_SIZE: '1',
     REDIS_COMMAND_TIMEOUT_MS: '2000',
     JOB_LOCK_MS: String(JOB_LOCK_MS),
+    // A job the old primary acknowledged but never passed on is lost with it: the sweep queues it again after this.
+    LOST_JOB_SECONDS: '5',
     // The artifacts are made many at once beside the upload flow; the per-principal limit is not what this tests.
     UHP_MAX_CONCURRENT_UPLOADS: '64',
   });
@@ -157,5 +162,28 @@ describe('on Redis Sentinel', () => {
 
   it('a second failover, back to the first primary: the services that followed once follow again', async () => {
     await failoverUnderLoad('back', { before: 1, after: 2 });
+  });
+
+  it('the doctor reports the sentinels, the primary they agree on and its replica', async () => {
+    const probe = new TopologyProbe(
+      doctorConfigFor(database!.url, BUCKET, { ...topology.stackEnv(), REDIS_KEY_PREFIX: KEY_PREFIX }),
+    );
+    // The demoted primary rejoins as a replica a moment after the switch.
+    let report = await probe.report();
+    await pollUntil(
+      async () => (report = await probe.report()).redis?.replicas === 1,
+      'the old primary replicating again',
+      20_000,
+    );
+    const primary = topology.primary();
+    expect(report.redis).toMatchObject({
+      mode: 'sentinel',
+      primary: `${primary.host}:${primary.port}`,
+      replicas: 1,
+      sentinels: 3,
+      sentinelsAnswering: 3,
+      keyPrefix: KEY_PREFIX,
+    });
+    expect(report.warnings).toEqual([]);
   });
 });

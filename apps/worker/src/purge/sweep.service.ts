@@ -36,8 +36,8 @@ export interface SweepResult {
   droppedReservations: number;
   requeuedHashes: number;
   requeued: number;
-  /** Waiting previews and archives whose job was queued again (most were still there: a no-op). */
-  requeuedBuilds: number;
+  /** Previews and archives waiting past lostJobSeconds: their jobs queued again where Redis had lost them. */
+  waitingBuilds: number;
   reclaimed: number;
   interrupted: number;
   previews: number;
@@ -89,7 +89,7 @@ export class SweepService {
     const reclaimed = await this.objects.reclaimStaleUploads(new Date(Date.now() - settings.staleUploadSeconds * 1000));
     const lost = await this.objects.listPurgingSince(new Date(Date.now() - settings.lostPurgeSeconds * 1000), 1000);
     await this.jobs.purge([...reclaimed, ...lost]);
-    const requeuedBuilds = await this.requeueWaitingBuilds(settings.lostJobSeconds ?? 60);
+    const waitingBuilds = await this.requeueWaitingBuilds(settings.lostJobSeconds ?? 60);
     const interrupted = await this.responses.failOverdue(new Date(Date.now() - OVERDUE_RESPONSE_GRACE_MS), {
       code: 'interrupted',
       message: 'The gateway running this response stopped before its agent finished.',
@@ -115,7 +115,7 @@ export class SweepService {
       droppedReservations: reservations.dropped,
       requeuedHashes: unhashed.length,
       requeued: lost.length,
-      requeuedBuilds,
+      waitingBuilds,
       reclaimed: reclaimed.length,
       interrupted,
       previews,
