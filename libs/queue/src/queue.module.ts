@@ -26,7 +26,8 @@ const isCluster = (connection: ConnectionOptions | Cluster): connection is Clust
 
 /**
  * The process's connection to Redis, whatever the topology. BullMQ opens and closes the connections it makes from
- * options; a Cluster client is shared by every queue of the process and closed here, after the queues.
+ * options; a Cluster client is shared by every queue of the process (its blocking consumers duplicate it) and is
+ * closed here when the process stops.
  */
 @Injectable()
 export class RedisConnection implements OnApplicationShutdown {
