@@ -8,6 +8,7 @@ import { e2eStack, logLinesPerProcess, servedByEveryProcess } from '../support/r
 
 const sha256 = (data: Buffer | string) => createHash('sha256').update(data).digest('hex');
 const ASKED_TIMES = 8;
+const total = (perProcess: number[]) => perProcess.reduce((sum, n) => sum + n, 0);
 
 /** GET until the answer is not 202 (an archive still building says when to ask again). */
 async function getUntilBuilt(path: string): Promise<ApiResponse> {
@@ -58,30 +59,28 @@ describe('previews and archives asked many times at once', () => {
 
     const stack = e2eStack();
     for (const archive of archives) await servedByEveryProcess(stack, 'gateway', 'GET', archive.path);
-    const previewIds = [];
+    const previewIds: string[] = [];
     for (const preview of previews) {
       const { rows } = await db.query('SELECT id, status FROM previews WHERE sha256 = $1', [sha256(preview.content)]);
       expect(rows, preview.filename).toEqual([{ id: expect.any(String), status: 'READY' }]);
       previewIds.push(rows[0].id as string);
     }
-    const archiveIds = [];
+    const archiveIds: string[] = [];
     for (const archive of archives) {
       const { rows } = await db.query('SELECT id, status FROM archives WHERE session_id = $1', [archive.sessionId]);
       expect(rows).toEqual([{ id: expect.any(String), status: 'ready' }]);
       archiveIds.push(rows[0].id as string);
     }
     // Each worker logs every build it finished; over all workers, one line per preview and per archive.
-    const builds = async () => ({
-      previews: previewIds.map((id) => logLinesPerProcess(stack, 'worker', 'preview converted', 'previewId', id)),
-      archives: archiveIds.map((id) => logLinesPerProcess(stack, 'worker', 'archive built', 'archiveId', id)),
+    const builds = () => ({
+      previews: previewIds.map((id) => total(logLinesPerProcess(stack, 'worker', 'preview converted', 'previewId', id))),
+      archives: archiveIds.map((id) => total(logLinesPerProcess(stack, 'worker', 'archive built', 'archiveId', id))),
     });
-    const total = (perProcess: number[]) => perProcess.reduce((sum, n) => sum + n);
-    const seen = await pollUntil(async () => {
-      const lines = await builds();
-      return [...lines.previews, ...lines.archives].every((perProcess) => total(perProcess) > 0) && lines;
-    }, 'a build log line of every preview and archive');
-    expect(seen.previews.map(total)).toEqual(previewIds.map(() => 1));
-    expect(seen.archives.map(total)).toEqual(archiveIds.map(() => 1));
+    await pollUntil(
+      async () => Object.values(builds()).every((lines) => lines.every((n) => n > 0)),
+      'a build log line of every preview and archive',
+    );
+    expect(builds()).toEqual({ previews: previewIds.map(() => 1), archives: archiveIds.map(() => 1) });
     // No second build left an object behind: the uploads, one PDF per preview and one ZIP per archive.
     const objects = await count('SELECT count(*) FROM stored_objects WHERE created_at >= $1', [since]);
     expect(objects).toBe(uploads + previews.length + archives.length);

@@ -22,14 +22,6 @@ QUERY_TIMEOUT_S="${UHP_PGBOUNCER_QUERY_TIMEOUT_S:-30}"
 as_owner() { if (($(id -u) == 0)); then runuser -u postgres -- "$@"; else "$@"; fi; }
 running() { [[ -f "$PIDFILE" ]] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }
 
-install_if_missing() {
-  command -v pgbouncer >/dev/null 2>&1 && return 0
-  (($(id -u) == 0)) || { echo "pgbouncer: missing (apt-get install pgbouncer)" >&2; exit 1; }
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -qq --no-install-recommends pgbouncer >/dev/null 2>&1 ||
-    { apt-get update -qq && apt-get install -y -qq --no-install-recommends pgbouncer >/dev/null; }
-}
-
 stop() {
   if running; then
     local pid; pid="$(cat "$PIDFILE")"
@@ -41,7 +33,7 @@ stop() {
 }
 
 start() {
-  install_if_missing
+  bash "$(dirname "${BASH_SOURCE[0]}")/tools.sh"
   stop # one left by an interrupted run of this port
   mkdir -p "$DIR"
   printf '"postgres" ""\n' >"$DIR/userlist.txt"

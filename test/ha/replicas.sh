@@ -21,14 +21,6 @@ mkdir -p "$DIR"
 
 running() { [[ -f "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
-install_if_missing() {
-  command -v haproxy >/dev/null 2>&1 && return 0
-  (($(id -u) == 0)) || { echo "replicas: haproxy is missing (apt-get install haproxy)" >&2; exit 1; }
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -qq --no-install-recommends haproxy >/dev/null 2>&1 ||
-    { apt-get update -qq && apt-get install -y -qq --no-install-recommends haproxy >/dev/null; }
-}
-
 # Per request (mode http, a client's keep-alive connection does not pin it to one replica), streaming
 # bodies both ways (no http-buffer-request), timeouts longer than any test's slowest upload or long poll.
 # A replica that refuses the connection is retried on the other; a request already sent never is.
@@ -83,7 +75,7 @@ start() {
   local names=("$@")
   ((${#names[@]})) || names=(storage gateway worker)
   [[ -f "$ROOT/dist/apps/gateway/src/main.js" ]] || { echo "replicas: not built; run 'npm run build' first" >&2; exit 1; }
-  install_if_missing
+  bash "$(dirname "${BASH_SOURCE[0]}")/tools.sh"
   stop # what an interrupted run of this folder left
   export GLIBC_TUNABLES="${GLIBC_TUNABLES:-glibc.malloc.trim_threshold=33554432:glibc.malloc.mmap_threshold=4194304:glibc.malloc.arena_max=2}"
   haproxy_config "${names[@]}" >"$DIR/haproxy.cfg"

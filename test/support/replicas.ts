@@ -57,3 +57,10 @@ export async function servedByEveryProcess(
 export function logLinesPerProcess(stack: Stack, name: ServiceName, msg: string, key: string, value: string) {
   return stack.logFiles(name).map((file) => logLines(file, msg).filter((line) => line[key] === value).length);
 }
+
+/** The /metrics text of each process of a service, each from its own port (not the balanced one). */
+export function metricsPerProcess(stack: Stack, name: ServiceName): Promise<string[]> {
+  return Promise.all(
+    stack.replicaPorts(name).map(async (port) => (await fetch(`http://127.0.0.1:${port}/metrics`)).text()),
+  );
+}
