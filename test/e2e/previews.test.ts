@@ -299,7 +299,8 @@ describe('previews on, but no worker has recorded a converter', () => {
     execFileSync('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-d', 'postgres', '-qc', sql]);
   const stack = new Stack(testPort(19280), { DATABASE_URL: databaseUrl });
   beforeAll(async () => {
-    admin(`DROP DATABASE IF EXISTS ${database}`);
+    // FORCE: a PgBouncer in front (UHP_E2E_TOPOLOGY) keeps its server connections after its clients left.
+    admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
     admin(`CREATE DATABASE ${database}`);
     const schema = execFileSync('pg_dump', [
       '-h',
@@ -317,7 +318,7 @@ describe('previews on, but no worker has recorded a converter', () => {
   });
   afterAll(async () => {
     await stack.stop();
-    admin(`DROP DATABASE IF EXISTS ${database}`);
+    admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
   });
 
   it('answers 501 preview_unavailable naming the missing converter, and /v1/limits lists no formats', async () => {
@@ -340,7 +341,7 @@ describe('previews on, but no worker has recorded a converter', () => {
 });
 
 describe('fair queues: one principal’s backlog does not hold up another’s first preview', () => {
-  // Queues of its own, so only its own worker, converting one document at a time, takes its jobs.
+  // Queues of its own, so only its own workers, each converting one document at a time, take its jobs.
   const stack = new Stack(testPort(19680), {
     ...ownQueues('fair-previews'),
     PREVIEW_CONCURRENCY: '1',
@@ -394,11 +395,14 @@ describe('fair queues: one principal’s backlog does not hold up another’s fi
     );
     const bobReady = ready!.get(first.file.id)!;
     // Of A's previews still waiting when B's was queued, at most the one converting then finishes before B's.
+    // With more worker processes, one converting on each; and while B's converts, each of the others may take
+    // and finish one more of A's (B's was still taken first).
+    const workers = stack.replicaPorts('worker').length;
     const aliceInBetween = backlog.filter(
       (item) => ready!.get(item.file.id)! > bobQueued && ready!.get(item.file.id)! < bobReady,
     ).length;
     const aliceAfter = backlog.filter((item) => ready!.get(item.file.id)! > bobReady).length;
-    expect(aliceInBetween).toBeLessThanOrEqual(1);
+    expect(aliceInBetween).toBeLessThanOrEqual(2 * workers - 1);
     expect(aliceAfter).toBeGreaterThan(0);
     expect((await first.request()).status).toBe(200);
   });
