@@ -5,15 +5,19 @@
 #   test/ha/replicas.sh start [storage gateway worker]   # needs `npm run build`; waits until all are ready
 #   test/ha/replicas.sh stop
 #
-# The environment is the services' own (as for infra/local/services.sh). PORT, STORAGE_PORT and WORKER_PORT
-# are the balanced ports HAProxy listens on; replica i (1, 2) of a service listens on its port + 10 × i.
-# STORAGE_URL should name the balanced storage port, so each gateway reaches both storage services. The
+# The environment is the services' own, with infra/local/services.sh's defaults. PORT, STORAGE_PORT and
+# WORKER_PORT are the balanced ports HAProxy listens on; replica i (1, 2) of a service listens on its port
+# + 10 × i. STORAGE_URL names the balanced storage port, so each gateway reaches both storage services. The
 # workers are not behind a port clients use (each consumes every queue); HAProxy still answers their
 # /readyz and /metrics on WORKER_PORT, from one replica or the other.
 # UHP_HA_DIR: this topology's folder (haproxy.cfg, pids, one log per replica: <service>-<i>.log).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 PORT="${PORT:-8080}" STORAGE_PORT="${STORAGE_PORT:-8081}" WORKER_PORT="${WORKER_PORT:-8082}"
+export STORAGE_URL="${STORAGE_URL:-http://127.0.0.1:$STORAGE_PORT}"
+# The local S3 server's keys (infra/local/s3.sh creates that user), as infra/local/services.sh sets them.
+export S3_ACCESS_KEY_ID="${S3_ACCESS_KEY_ID:-uhp-dev-access}"
+export S3_SECRET_ACCESS_KEY="${S3_SECRET_ACCESS_KEY:-uhp-dev-secret-key-0123456789}"
 DIR="${UHP_HA_DIR:-$ROOT/.data/ha-$PORT}"
 REPLICAS=(1 2)
 declare -A PORT_OF=([storage]="$STORAGE_PORT" [gateway]="$PORT" [worker]="$WORKER_PORT")

@@ -60,7 +60,9 @@ export class Stack {
       });
     } catch (error) {
       const failed = error as Error & { stdout?: string; stderr?: string };
-      throw new Error(`replicas.sh ${command} failed: ${failed.stderr || failed.stdout || failed.message}`);
+      throw new Error(`replicas.sh ${command} failed: ${failed.stderr || failed.stdout || failed.message}`, {
+        cause: error,
+      });
     }
   }
 
