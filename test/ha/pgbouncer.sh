@@ -15,8 +15,9 @@ INI="$DIR/pgbouncer.ini" PIDFILE="$DIR/pgbouncer.pid" LOG="$DIR/pgbouncer.log"
 # Server connections per database and user: small on purpose, so that a query needing a session of its
 # own (a lock held across transactions, a prepared statement) meets another client's server connection.
 POOL_SIZE="${UHP_PGBOUNCER_POOL_SIZE:-4}"
-# The server-side bound of a statement: PgBouncer refuses the services' `statement_timeout` startup
-# parameter, so its own query_timeout (seconds) stands for it, as DATABASE_STATEMENT_TIMEOUT_MS does.
+# The server-side bound of a statement: a service with DATABASE_DIRECT_URL sends no `statement_timeout`
+# startup parameter (PgBouncer refuses unknown ones), so PgBouncer's query_timeout (seconds) stands for it,
+# as DATABASE_STATEMENT_TIMEOUT_MS does. Clients that still send one are refused, as a real pooler would.
 QUERY_TIMEOUT_S="${UHP_PGBOUNCER_QUERY_TIMEOUT_S:-30}"
 
 as_owner() { if (($(id -u) == 0)); then runuser -u postgres -- "$@"; else "$@"; fi; }
@@ -53,7 +54,6 @@ default_pool_size = $POOL_SIZE
 reserve_pool_size = 0
 max_client_conn = 2000
 query_timeout = $QUERY_TIMEOUT_S
-ignore_startup_parameters = statement_timeout
 logfile = $LOG
 pidfile = $PIDFILE
 EOF
