@@ -18,6 +18,7 @@ cd "$ROOT"
 ONE_PROCESS=(
   test/e2e/graceful-drain.test.ts # SIGTERM to the gateway and the worker, and their drain
   test/e2e/hostile-tenants.test.ts # SIGKILL to the storage service, its memory, a gateway restarted on new keys
+  test/e2e/lost-jobs.test.ts       # the worker stopped (SIGTERM) while jobs are taken out of Redis
   test/e2e/upload-faults.test.ts   # SIGKILL to the storage service in the middle of uploads
 )
 
