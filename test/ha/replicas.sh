@@ -86,11 +86,15 @@ start() {
   haproxy_config "${names[@]}" >"$DIR/haproxy.cfg"
   haproxy -c -q -f "$DIR/haproxy.cfg"
   haproxy -D -p "$DIR/haproxy.pid" -f "$DIR/haproxy.cfg"
-  # Storage first, as the gateways check it at start; the two replicas of a service start side by side.
+  # Storage first, as the gateways check it at start. One replica after the other: two workers starting side by
+  # side on this busy two-core machine have come up unable to load Prisma's query compiler (its first query
+  # failed, and every one after it), a fault not understood yet; rollouts start pods one by one too.
   for name in storage gateway worker; do
     [[ " ${names[*]} " == *" $name "* ]] || continue
-    for i in "${REPLICAS[@]}"; do start_replica "$name" "$i"; done
-    for i in "${REPLICAS[@]}"; do wait_ready "$name" "$i" $((${PORT_OF[$name]} + 10 * i)); done
+    for i in "${REPLICAS[@]}"; do
+      start_replica "$name" "$i"
+      wait_ready "$name" "$i" $((${PORT_OF[$name]} + 10 * i))
+    done
     echo "replicas: 2 × $name ready behind 127.0.0.1:${PORT_OF[$name]} (logs $DIR/$name-{1,2}.log)"
   done
 }

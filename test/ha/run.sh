@@ -20,6 +20,9 @@ ONE_PROCESS=(
   test/e2e/hostile-tenants.test.ts # SIGKILL to the storage service, its memory, a gateway restarted on new keys
   test/e2e/lost-jobs.test.ts       # the worker stopped (SIGTERM) while jobs are taken out of Redis
   test/e2e/upload-faults.test.ts   # SIGKILL to the storage service in the middle of uploads
+  # Their own Redis topologies; the per-principal upload limit they check is per gateway process.
+  test/e2e/redis-cluster.test.ts
+  test/e2e/redis-sentinel.test.ts
 )
 
 [[ -d node_modules/.bin ]] || npm ci --no-audit --no-fund
