@@ -9,6 +9,7 @@ cd "$ROOT"
 
 [[ -d node_modules/.bin ]] || npm ci --no-audit --no-fund
 bash infra/local/preview-tools.sh >/dev/null  # LibreOffice, Chromium, qpdf for the preview converters
+bash test/ha/tools.sh # PgBouncer and HAProxy: the e2e tier runs on them with UHP_E2E_TOPOLOGY (test/support/env.ts)
 # UHP_TEST_SLOT=n gives this run its own database, bucket, Redis db and ports (test/support/env.ts).
 TEST_DB="uhp_test"; [[ "${UHP_TEST_SLOT:-0}" != 0 ]] && TEST_DB="uhp_test_${UHP_TEST_SLOT}"
 # A fresh test database: rows left by an earlier run (on another bucket) cannot meet this run's tests.

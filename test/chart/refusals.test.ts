@@ -82,6 +82,60 @@ describe('the chart refuses to render', () => {
     expect(await renderFailure({ values: 'minimal', set: { logLevel: 'loud' } })).toMatch(/logLevel/);
   });
 
+  it('with Redis under both Sentinel and Cluster, or either without its hosts', async () => {
+    const sentinel = { enabled: true, hosts: ['redis.data.svc:26379'] };
+    const cluster = { enabled: true, nodes: ['redis-cluster.data.svc:6379'] };
+    expect(await renderFailure({ values: 'minimal', overrides: { redis: { sentinel, cluster } } })).toMatch(
+      /redis.sentinel.enabled and redis.cluster.enabled are both true: Redis is either a primary with replicas under Sentinel or a Redis Cluster/,
+    );
+    expect(
+      await renderFailure({ values: 'minimal', overrides: { redis: { sentinel: { ...sentinel, hosts: [] } } } }),
+    ).toMatch(/redis.sentinel.hosts is empty: list the sentinels as host:port/);
+    expect(
+      await renderFailure({ values: 'minimal', overrides: { redis: { cluster: { ...cluster, nodes: [] } } } }),
+    ).toMatch(/redis.cluster.nodes is empty: list some nodes of the cluster as host:port/);
+    // A host without its port: the schema says where.
+    expect(
+      await renderFailure({ values: 'minimal', overrides: { redis: { sentinel: { ...sentinel, hosts: ['redis'] } } } }),
+    ).toMatch(/redis.sentinel.hosts.0: Does not match pattern/);
+    // One server still needs its host; Sentinel and Cluster do not.
+    expect(await renderFailure({ values: 'minimal', set: { 'redis.host': '' } })).toMatch(/redis.host is required/);
+  });
+
+  it('with a Redis Cluster on a database other than 0, or sentinels whose password is missing', async () => {
+    const cluster = { enabled: true, nodes: ['redis-cluster.data.svc:6379'] };
+    expect(await renderFailure({ values: 'minimal', overrides: { redis: { db: 3, cluster } } })).toMatch(
+      /redis.db is 3 but a Redis Cluster has only database 0/,
+    );
+    const sentinel = { enabled: true, hosts: ['redis.data.svc:26379'], auth: true };
+    expect(await renderFailure({ values: 'minimal', overrides: { redis: { sentinel } } })).toMatch(
+      /redis.sentinel.password is required with redis.sentinel.auth/,
+    );
+  });
+
+  it('with a KEDA pool under Sentinel when sentinels and data nodes differ in TLS (KEDA has one setting)', async () => {
+    const overrides = {
+      redis: { tls: true, sentinel: { enabled: true, hosts: ['redis.data.svc:26379'], tls: false } },
+    };
+    expect(await renderFailure({ values: 'production', overrides })).toMatch(
+      /workers.pools\[preview\] scales with KEDA, whose redis-sentinel scaler has one TLS setting for sentinels and data nodes, but redis.tls is true and redis.sentinel.tls is false/,
+    );
+  });
+
+  it('with a direct database URL that would be ignored, or promised and missing', async () => {
+    expect(
+      await renderFailure({
+        values: 'production',
+        overrides: { database: { directUrl: 'postgresql://uhp@postgres.db.svc:5432/uhp' } },
+      }),
+    ).toContain(
+      'database.directUrl is unused with existingSecret: put the direct URL in the Secret uhp-files-secrets under the key database-direct-url',
+    );
+    expect(await renderFailure({ values: 'minimal', overrides: { database: { hasDirectUrl: true } } })).toMatch(
+      /database.hasDirectUrl is true but database.directUrl is empty/,
+    );
+  });
+
   it('without S3 keys while static credentials are on', async () => {
     expect(await renderFailure({ values: 'minimal', set: { 's3.accessKeyId': '' } })).toMatch(
       /s3.accessKeyId and s3.secretAccessKey are required with s3.staticCredentials/,

@@ -4,7 +4,7 @@ import { api, fileForm, upload } from '../support/api';
 import { count, db, dbNow, leftoversSince } from '../support/db';
 import { deleteObject, objectExists } from '../support/s3';
 import { pollUntil } from '../support/poll';
-import { E2E_PORT_BASE } from '../support/env';
+import { e2eStack, metricsPerProcess } from '../support/replicas';
 
 const sha = (data: Buffer | string) => createHash('sha256').update(data).digest('hex');
 
@@ -68,10 +68,16 @@ describe('files: upload, read, list, download, delete', () => {
   });
 
   it('serves downloads straight from S3, many at once: the storage service signs each read and relays no byte', async () => {
+    // Over every storage process: behind a load balancer, the reads go to any of them.
     const reads = async () => {
-      const text = await (await fetch(`http://127.0.0.1:${E2E_PORT_BASE + 1}/metrics`)).text();
+      const texts = await metricsPerProcess(e2eStack(), 'storage');
       const count = (way: string) =>
-        Number(new RegExp(`^uhp_storage_reads_total\\{[^}]*way="${way}"[^}]*\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+        texts.reduce(
+          (sum, text) =>
+            sum +
+            Number(new RegExp(`^uhp_storage_reads_total\\{[^}]*way="${way}"[^}]*\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0),
+          0,
+        );
       return { relayed: count('relayed'), signed: count('signed_url') };
     };
     const data = randomBytes(3 * 1024 * 1024 + 17);

@@ -6,6 +6,7 @@ import { E2E_BASE_URL } from '../support/env';
 
 describe('sessions, containers and container files', () => {
   it('creates a session with its current container', async () => {
+    await newSession(); // an older one of its own, so the listing of one has more after it on an empty database
     const res = await api('POST', '/v1/sessions', { json: { metadata: { project: 'q3' } } });
     expect(res.status).toBe(200);
     expect(res.json).toMatchObject({ object: 'session', metadata: { project: 'q3' } });

@@ -5,6 +5,7 @@ import { api } from '../support/api';
 import { count, db } from '../support/db';
 import { E2E_BASE_URL, E2E_PORT_BASE, KEYS, testPort } from '../support/env';
 import { pollUntil } from '../support/poll';
+import { e2eStack, servedByEveryProcess } from '../support/replicas';
 import { objectExists, unfinishedUploads } from '../support/s3';
 import { Stack } from '../support/stack';
 
@@ -88,6 +89,9 @@ describe('resumable uploads with the official openai SDK (uploads.*)', () => {
     const listed = await api('GET', `/v1/uploads/${upload.id}/parts`);
     expect(listed.json.data).toHaveLength(9);
     expect(listed.json.data.every((part: { bytes: number }) => part.bytes === 25 * MiB)).toBe(true);
+    // Behind the load balancer of the replicas topology, the parts of one upload went to both gateways.
+    const perGateway = await servedByEveryProcess(e2eStack(), 'gateway', 'POST', `/v1/uploads/${upload.id}/parts`);
+    expect(perGateway.reduce((sum, n) => sum + n)).toBe(9);
     // 25 MiB parts are blocks of the upload's own multipart upload, not objects of their own.
     expect(await partKeys(upload.id)).toHaveLength(0);
     const keys = [await uploadKey(upload.id)];

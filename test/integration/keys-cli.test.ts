@@ -34,6 +34,21 @@ describe('keys CLI', () => {
     expect((await run('revoke', id)).code).toBe(1);
   });
 
+  it('keeps one principal and one key when many processes ensure the same ones at once (replicas starting)', async () => {
+    const name = `twins-${randomUUID()}`;
+    const hash = hashApiKey(`sk_${randomUUID()}`);
+    const clients = Array.from({ length: 8 }, () => new PrismaService(TEST_DATABASE_URL, 1));
+    try {
+      const rows = await Promise.all(
+        clients.map((client) => new PrincipalRepository(client).ensureKey(name, hash, 'sk_t', 'boot', 'bootstrap')),
+      );
+      expect(new Set(rows.map((row) => row.id)).size).toBe(1);
+      expect((await run('list', name)).lines).toHaveLength(2);
+    } finally {
+      await Promise.all(clients.map((client) => client.$disconnect()));
+    }
+  });
+
   it('refuses bad input with the usage', async () => {
     expect((await run('create', 'has space')).code).toBe(2);
     expect((await run('frobnicate')).lines[0]).toMatch(/^usage/);

@@ -35,9 +35,39 @@ export const KEYS = { alice: 'sk_test_alice_0123456789', bob: 'sk_test_bob_01234
 export const agentPort = (portBase: number) => portBase + 5;
 export const TEST_AGENT_SERVICE_TOKEN = 'test-agent-service-token';
 
+/**
+ * How the test stacks are laid out (UHP_E2E_TOPOLOGY, read by stackEnv and Stack, so a file that starts
+ * a stack of its own follows it too):
+ * - `single` (the default): one process of each service, straight to Postgres;
+ * - `pgbouncer`: the same, every service's DATABASE_URL through a private PgBouncer in transaction pooling
+ *   (test/ha/pgbouncer.sh, started by the e2e global setup); DATABASE_DIRECT_URL stays direct;
+ * - `ha`: through PgBouncer too, and two replicas of each service behind a round-robin HAProxy
+ *   (test/ha/replicas.sh) on the stack's ports.
+ */
+export type Topology = 'single' | 'pgbouncer' | 'ha';
+export const TOPOLOGY: Topology = topologyOf(process.env.UHP_E2E_TOPOLOGY);
+function topologyOf(value = 'single'): Topology {
+  if (value === 'single' || value === 'pgbouncer' || value === 'ha') return value;
+  throw new Error(`UHP_E2E_TOPOLOGY=${value}: expected single, pgbouncer or ha`);
+}
+/** The private PgBouncer of the `pgbouncer` and `ha` topologies. */
+export const PGBOUNCER_PORT = testPort(16432);
+const DIRECT_POSTGRES = '127.0.0.1:5432';
+
+/**
+ * A URL of the local Postgres as the services reach it in this topology: through PgBouncer, which forwards
+ * every database name. Another server (a private one of the fault tier) is left alone.
+ */
+export function servicesDatabaseUrl(url: string): string {
+  const parsed = new URL(url);
+  if (TOPOLOGY === 'single' || parsed.host !== DIRECT_POSTGRES) return url;
+  parsed.port = String(PGBOUNCER_PORT);
+  return parsed.toString();
+}
+
 /** Environment for the three services of a test stack whose ports start at `portBase`. */
 export function stackEnv(portBase: number, overrides: Record<string, string> = {}): Record<string, string> {
-  return {
+  const env: Record<string, string> = {
     PORT: String(portBase),
     STORAGE_PORT: String(portBase + 1),
     WORKER_PORT: String(portBase + 2),
@@ -70,6 +100,9 @@ export function stackEnv(portBase: number, overrides: Record<string, string> = {
     UHP_MAX_PENDING_PREVIEWS: '1000',
     ...overrides,
   };
+  const pooled = servicesDatabaseUrl(env.DATABASE_URL!);
+  if (pooled === env.DATABASE_URL) return env;
+  return { ...env, DATABASE_URL: pooled, DATABASE_DIRECT_URL: env.DATABASE_DIRECT_URL ?? env.DATABASE_URL };
 }
 
 /** The port base of the shared e2e stack started by the global setup. */

@@ -23,3 +23,4 @@ export * from './http/bootstrap';
 export * from './http/transfer-timeouts';
 export * from './lifecycle/graceful-shutdown';
 export * from './lifecycle/heap-growth';
+export * from './redis/redis-topology';

@@ -26,10 +26,12 @@ export const prismaProvider = {
     DATABASE_POOL_SIZE: number;
     DATABASE_CONNECT_TIMEOUT_MS: number;
     DATABASE_STATEMENT_TIMEOUT_MS: number;
+    DATABASE_DIRECT_URL?: string;
   }) =>
     new PrismaService(config.DATABASE_URL, config.DATABASE_POOL_SIZE, {
       connectMs: config.DATABASE_CONNECT_TIMEOUT_MS,
       statementMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+      pooled: config.DATABASE_DIRECT_URL !== undefined,
     }),
   inject: [APP_CONFIG],
 };

@@ -15,6 +15,12 @@ export interface DatabaseTimeouts {
   connectMs: number;
   /** Longest a statement may run; 0: no limit (the command-line tools, whose scans may be long). */
   statementMs: number;
+  /**
+   * The URL reaches Postgres through a pooler in transaction pooling mode (PgBouncer): no session setting may be
+   * sent at connect (PgBouncer refuses `statement_timeout` there, and a server connection serves many clients),
+   * so only the client-side bound is kept; the server-side one is the pooler's or the role's.
+   */
+  pooled?: boolean;
 }
 
 /**
@@ -33,9 +39,8 @@ export class PrismaService extends PrismaClient {
       connectionString: databaseUrl,
       max: poolSize,
       connectionTimeoutMillis: timeouts.connectMs,
-      ...(timeouts.statementMs > 0
-        ? { statement_timeout: timeouts.statementMs, query_timeout: timeouts.statementMs + CLIENT_QUERY_MARGIN_MS }
-        : {}),
+      ...(timeouts.statementMs > 0 ? { query_timeout: timeouts.statementMs + CLIENT_QUERY_MARGIN_MS } : {}),
+      ...(timeouts.statementMs > 0 && !timeouts.pooled ? { statement_timeout: timeouts.statementMs } : {}),
     });
     super({ adapter: new PrismaPg(pool, { disposeExternalPool: true }), transactionOptions: TRANSACTION_TIMEOUTS });
     this.pool = pool;

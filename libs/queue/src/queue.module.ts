@@ -1,46 +1,84 @@
 import { BullModule } from '@nestjs/bullmq';
-import { type DynamicModule, Module } from '@nestjs/common';
-import { APP_CONFIG } from '@app/common';
+import { type DynamicModule, Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
+import type { ConnectionOptions } from 'bullmq';
+import { Cluster } from 'ioredis';
+import {
+  APP_CONFIG,
+  LOGGER,
+  describeRedisTopology,
+  redisConnectionPlanOf,
+  redisKeyPrefixOf,
+  redisTopologyOf,
+  type AppLogger,
+  type RedisSettings,
+} from '@app/common';
 import { QUEUE_NAMES } from '@app/contracts';
 import { JobBus } from './job-bus';
-
-export interface QueueConfig {
-  REDIS_URL: string;
-  REDIS_KEY_PREFIX: string;
-  REDIS_PASSWORD?: string;
-  REDIS_COMMAND_TIMEOUT_MS: number;
-}
 
 export interface QueueOptions {
   /** A request path must not wait for Redis (the gateway); a worker may queue commands until it is back. */
   failFastOnRedisDown: boolean;
 }
 
+const QUEUE_OPTIONS = Symbol('QUEUE_OPTIONS');
+
+const isCluster = (connection: ConnectionOptions | Cluster): connection is Cluster => connection instanceof Cluster;
+
 /**
- * The ioredis options of every BullMQ connection of a process. A `rediss://` URL turns TLS on (ioredis), verified
- * against Node's trusted CAs, NODE_EXTRA_CA_CERTS included, and the URL's host (test/integration/tls proves it).
+ * The process's connection to Redis, whatever the topology. BullMQ opens and closes the connections it makes from
+ * options; a Cluster client is shared by every queue of the process (its blocking consumers duplicate it) and is
+ * closed here when the process stops.
  */
-export function redisConnectionOf(config: QueueConfig, options: QueueOptions) {
-  return {
-    url: config.REDIS_URL,
-    // Used when the URL carries no password (ioredis lets the URL's own win).
-    ...(config.REDIS_PASSWORD ? { password: config.REDIS_PASSWORD } : {}),
-    maxRetriesPerRequest: null,
-    ...(options.failFastOnRedisDown ? { enableOfflineQueue: false } : {}),
-  };
+@Injectable()
+export class RedisConnection implements OnApplicationShutdown {
+  readonly connection: ConnectionOptions | Cluster;
+  readonly prefix: string;
+
+  constructor(
+    @Inject(APP_CONFIG) config: RedisSettings,
+    @Inject(QUEUE_OPTIONS) options: QueueOptions,
+    @Inject(LOGGER) logger: AppLogger,
+  ) {
+    const plan = redisConnectionPlanOf(config, { failFast: options.failFastOnRedisDown });
+    this.prefix = redisKeyPrefixOf(config);
+    if (plan.mode === 'cluster') {
+      const cluster = new Cluster(plan.nodes, plan.options);
+      cluster.on('error', (error: Error) => logger.warn({ err: error }, 'Redis Cluster client error'));
+      this.connection = cluster;
+    } else this.connection = plan.options as ConnectionOptions; // ioredis' options, which BullMQ types loosely
+    logger.info({ prefix: this.prefix }, `queues on ${describeRedisTopology(redisTopologyOf(config))}`);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    const connection = this.connection;
+    if (isCluster(connection)) await connection.quit().catch(() => connection.disconnect());
+  }
+}
+
+@Module({})
+class RedisConnectionModule {
+  static forRoot(options: QueueOptions): DynamicModule {
+    return {
+      module: RedisConnectionModule,
+      providers: [{ provide: QUEUE_OPTIONS, useValue: options }, RedisConnection],
+      exports: [RedisConnection],
+    };
+  }
 }
 
 /** The job queues (BullMQ on Redis) and the JobBus that feeds them, for the gateway and the worker. */
 @Module({})
 export class QueueModule {
   static forRoot(options: QueueOptions): DynamicModule {
+    const redis = RedisConnectionModule.forRoot(options);
     const queues = [
       BullModule.forRootAsync({
-        useFactory: (config: QueueConfig) => ({
-          prefix: config.REDIS_KEY_PREFIX,
-          connection: redisConnectionOf(config, options),
+        imports: [redis],
+        useFactory: (redisConnection: RedisConnection) => ({
+          prefix: redisConnection.prefix,
+          connection: redisConnection.connection,
         }),
-        inject: [APP_CONFIG],
+        inject: [RedisConnection],
       }),
       BullModule.registerQueue(...QUEUE_NAMES.map((name) => ({ name }))),
     ];

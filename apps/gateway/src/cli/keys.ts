@@ -3,8 +3,8 @@
  *   npm run keys -- create <principal> [--label <text>]   prints the new key once; only its hash is stored
  *   npm run keys -- list [<principal>]
  *   npm run keys -- revoke <key id | key prefix>
- * Reads DATABASE_URL like the gateway; when the environment has none, the local stack's `.data/local.env`
- * (written by `npm start`, see libs/common local-env) supplies it.
+ * Reads DATABASE_DIRECT_URL, else DATABASE_URL, like the migrations; when the environment has neither, the
+ * local stack's `.data/local.env` (written by `npm start`, see libs/common local-env) supplies it.
  */
 import { applyLocalEnv, databaseConfigSchema, loadConfig } from '@app/common';
 import { AmbiguousKeyError, openPrincipals, type PrincipalRepository } from '@app/db';
@@ -76,7 +76,7 @@ async function main() {
   const local = applyLocalEnv();
   if (local?.applied.length) process.stderr.write(`keys: ${local.applied.join(', ')} from ${local.path}\n`);
   const config = loadConfig(databaseConfigSchema);
-  const database = openPrincipals(config.DATABASE_URL);
+  const database = openPrincipals(config.DATABASE_DIRECT_URL ?? config.DATABASE_URL);
   try {
     process.exitCode = await runKeysCommand(process.argv.slice(2), database.principals, (line) =>
       process.stdout.write(`${line}\n`),

@@ -2,8 +2,9 @@
  * The consistency checker, for operators (docs/operations.md, "Consistency checker"):
  *   npm run doctor [-- --repair] [--json] [--grace-seconds N]
  *   node dist/apps/storage/src/cli/doctor.js …   (in the storage image)
- * Reads the storage service's S3 settings and DATABASE_URL from the environment; what it leaves unset comes
- * from the local stack's `.data/local.env` when there is one (written by `npm start`; libs/common local-env).
+ * Reads the storage service's S3 settings and DATABASE_DIRECT_URL, else DATABASE_URL, from the environment, and
+ * the Redis settings when they are there (to report the topology); what it leaves unset comes from the local
+ * stack's `.data/local.env` when there is one (written by `npm start`; libs/common local-env).
  * Exit 0: nothing found (or everything found was repaired); 1: findings remain; 2: bad arguments or
  * configuration; 3: the check itself failed.
  */
@@ -12,6 +13,7 @@ import { openConsistency } from '@app/db';
 import { BucketInventoryClient } from '../doctor/bucket-inventory.client';
 import { describeFinding, horizonsOf, type Finding } from '../doctor/consistency-checks';
 import { DoctorService, type RepairOutcome } from '../doctor/doctor.service';
+import { describeTopology, TopologyProbe, type TopologyReport } from '../doctor/topology.probe';
 
 const USAGE = 'usage: doctor [--repair] [--json] [--grace-seconds N]';
 
@@ -41,11 +43,13 @@ export interface DoctorReport {
   repairs: RepairOutcome[];
   /** Findings a repair did not settle. */
   remaining: number;
+  /** The setup found: Postgres directly or through a pooler; Redis alone, under Sentinel or a Cluster. */
+  topology: TopologyReport;
 }
 
 /** One run: check, and with `repair`, repair and check again. */
 export async function runDoctor(config: DoctorConfig, args: DoctorArgs, now = new Date()): Promise<DoctorReport> {
-  const database = openConsistency(config.DATABASE_URL);
+  const database = openConsistency(config.DATABASE_DIRECT_URL ?? config.DATABASE_URL);
   const bucket = new BucketInventoryClient(config);
   try {
     const doctor = new DoctorService(database.consistency, database.objects, bucket);
@@ -54,11 +58,12 @@ export async function runDoctor(config: DoctorConfig, args: DoctorArgs, now = ne
       abandonedUploadSeconds: config.STORAGE_ABANDONED_UPLOAD_SECONDS,
       staleUploadSeconds: config.STALE_UPLOAD_SECONDS,
     });
+    const topology = await new TopologyProbe(config).report();
     const findings = await doctor.check(horizons);
-    if (!args.repair || findings.length === 0) return { findings, repairs: [], remaining: findings.length };
+    if (!args.repair || findings.length === 0) return { findings, repairs: [], remaining: findings.length, topology };
     const repairs = await doctor.repair(findings, horizons);
     const after = await doctor.check(horizons);
-    return { findings, repairs, remaining: after.length };
+    return { findings, repairs, remaining: after.length, topology };
   } finally {
     bucket.destroy();
     await database.close();
@@ -68,6 +73,7 @@ export async function runDoctor(config: DoctorConfig, args: DoctorArgs, now = ne
 function print(report: DoctorReport, args: DoctorArgs, out: (line: string) => void): void {
   if (args.json)
     return out(JSON.stringify(report, (_key, value) => (typeof value === 'bigint' ? Number(value) : value)));
+  for (const line of describeTopology(report.topology)) out(line);
   if (report.findings.length === 0) return out('doctor: nothing found');
   for (const finding of report.findings)
     out(`${finding.kind}: ${describeFinding(finding)}${finding.repairable ? '' : ' (needs a person)'}`);

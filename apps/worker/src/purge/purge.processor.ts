@@ -21,6 +21,7 @@ export class PurgeProcessor extends QueueProcessor<typeof QUEUE.purge> implement
         staleUploadSeconds: this.config.STALE_UPLOAD_SECONDS,
         deletedRowRetentionSeconds: this.config.TOMBSTONE_RETENTION_SECONDS,
         lostPurgeSeconds: this.config.LOST_PURGE_SECONDS,
+        lostJobSeconds: this.config.LOST_JOB_SECONDS,
       }),
   };
 

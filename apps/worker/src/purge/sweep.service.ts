@@ -1,8 +1,15 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LOGGER, ObjectStore, type AppLogger } from '@app/common';
 import { JobBus } from '@app/queue';
-import { PREVIEW_PIPELINE_VERSION } from '@app/contracts';
-import { MaintenanceRepository, ResponseRepository, StoredObjectRepository, UploadRepository } from '@app/db';
+import { JOB, PREVIEW_PIPELINE_VERSION } from '@app/contracts';
+import {
+  ArchiveRepository,
+  MaintenanceRepository,
+  PreviewRepository,
+  ResponseRepository,
+  StoredObjectRepository,
+  UploadRepository,
+} from '@app/db';
 import { UnitOfWork, type Work } from '@app/lifecycle';
 
 const BATCH = 500;
@@ -16,6 +23,8 @@ export interface SweepSettings {
   lostPurgeSeconds: number;
   /** A file still "uploaded" this long after it was made gets its hash job again (its enqueue was lost). */
   lostHashSeconds?: number;
+  /** A preview or archive waiting this long gets its job again (a no-op when Redis still has it). */
+  lostJobSeconds?: number;
 }
 
 export interface SweepResult {
@@ -27,6 +36,8 @@ export interface SweepResult {
   droppedReservations: number;
   requeuedHashes: number;
   requeued: number;
+  /** Previews and archives waiting past lostJobSeconds: their jobs queued again where Redis had lost them. */
+  waitingBuilds: number;
   reclaimed: number;
   interrupted: number;
   previews: number;
@@ -49,6 +60,8 @@ export class SweepService {
     @Inject(ResponseRepository) private readonly responses: ResponseRepository,
     @Inject(MaintenanceRepository) private readonly maintenance: MaintenanceRepository,
     @Inject(UploadRepository) private readonly uploads: UploadRepository,
+    @Inject(PreviewRepository) private readonly previewRows: PreviewRepository,
+    @Inject(ArchiveRepository) private readonly archiveRows: ArchiveRepository,
     @Inject(ObjectStore) private readonly store: ObjectStore,
     @Inject(JobBus) private readonly jobs: JobBus,
     @Inject(LOGGER) private readonly logger: AppLogger,
@@ -76,6 +89,7 @@ export class SweepService {
     const reclaimed = await this.objects.reclaimStaleUploads(new Date(Date.now() - settings.staleUploadSeconds * 1000));
     const lost = await this.objects.listPurgingSince(new Date(Date.now() - settings.lostPurgeSeconds * 1000), 1000);
     await this.jobs.purge([...reclaimed, ...lost]);
+    const waitingBuilds = await this.requeueWaitingBuilds(settings.lostJobSeconds ?? 60);
     const interrupted = await this.responses.failOverdue(new Date(Date.now() - OVERDUE_RESPONSE_GRACE_MS), {
       code: 'interrupted',
       message: 'The gateway running this response stopped before its agent finished.',
@@ -101,6 +115,7 @@ export class SweepService {
       droppedReservations: reservations.dropped,
       requeuedHashes: unhashed.length,
       requeued: lost.length,
+      waitingBuilds,
       reclaimed: reclaimed.length,
       interrupted,
       previews,
@@ -109,6 +124,28 @@ export class SweepService {
     };
     if (Object.values(result).some((count) => count > 0)) this.logger.info(result, 'sweep');
     return result;
+  }
+
+  /**
+   * Previews and archives still waiting get their job again: adding a job whose id exists changes nothing, and one
+   * Redis lost (acknowledged by a primary that failed over before its replica had it) starts now. A failed enqueue
+   * is only logged: the next sweep tries again.
+   */
+  private async requeueWaitingBuilds(lostJobSeconds: number): Promise<number> {
+    const before = new Date(Date.now() - lostJobSeconds * 1000);
+    const previews = await this.previewRows.listPendingSince(before, 1000);
+    const archives = await this.archiveRows.listUnbuiltSince(before, 1000);
+    try {
+      await this.jobs.add(JOB.convertPreview, previews);
+      await this.jobs.add(
+        JOB.buildArchive,
+        archives.map((archiveId) => ({ archiveId })),
+      );
+    } catch {
+      this.logger.warn({ previews: previews.length, archives: archives.length }, 'waiting builds not re-queued now');
+      return 0;
+    }
+    return previews.length + archives.length;
   }
 
   /**

@@ -87,12 +87,75 @@ app.kubernetes.io/part-of: uhp-files
 {{- define "uhp.port.storage" -}}8081{{- end -}}
 {{- define "uhp.port.worker" -}}8082{{- end -}}
 
-{{/* REDIS_URL without the password (REDIS_PASSWORD comes from the Secret). */}}
+{{/* The Redis topology: "sentinel", "cluster" or "single" (checks.yaml refuses both at once). */}}
+{{- define "uhp.redisMode" -}}
+{{- $r := .Values.redis -}}
+{{- if $r.sentinel.enabled }}sentinel{{ else if $r.cluster.enabled }}cluster{{ else }}single{{ end -}}
+{{- end -}}
+
+{{/*
+REDIS_URL without the password (REDIS_PASSWORD comes from the Secret). Under Sentinel and Cluster the services
+take only its scheme (TLS), user and database: its host is then the primary's name, or the first seed node, so
+that the URL still reads as what it points to.
+*/}}
 {{- define "uhp.redisUrl" -}}
 {{- $r := .Values.redis -}}
+{{- $mode := include "uhp.redisMode" . -}}
+{{- $address := printf "%s:%v" $r.host $r.port -}}
+{{- if eq $mode "sentinel" }}{{ $address = printf "%s:%v" $r.sentinel.masterSet $r.port }}{{ end -}}
+{{- if eq $mode "cluster" }}{{ $address = first $r.cluster.nodes | default "" }}{{ end -}}
 {{- $user := "" -}}
 {{- if $r.username }}{{ $user = printf "%s@" $r.username }}{{ end -}}
-{{- printf "%s://%s%s:%v/%v" (ternary "rediss" "redis" $r.tls) $user $r.host $r.port $r.db -}}
+{{- printf "%s://%s%s/%v" (ternary "rediss" "redis" $r.tls) $user $address $r.db -}}
+{{- end -}}
+
+{{/* The Redis settings of a ConfigMap (gateway, workers): the URL, the prefix and the topology's own. */}}
+{{- define "uhp.redisConfig" -}}
+{{- $r := .Values.redis -}}
+{{- $mode := include "uhp.redisMode" . -}}
+REDIS_URL: {{ include "uhp.redisUrl" . | quote }}
+REDIS_KEY_PREFIX: {{ $r.keyPrefix | quote }}
+{{- if eq $mode "sentinel" }}
+REDIS_SENTINELS: {{ join "," $r.sentinel.hosts | quote }}
+REDIS_SENTINEL_MASTER: {{ $r.sentinel.masterSet | quote }}
+REDIS_SENTINEL_TLS: {{ $r.sentinel.tls | quote }}
+{{- with $r.sentinel.username }}
+REDIS_SENTINEL_USERNAME: {{ . | quote }}
+{{- end }}
+{{- else if eq $mode "cluster" }}
+REDIS_CLUSTER_NODES: {{ join "," $r.cluster.nodes | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* The Redis passwords from the Secret, as env entries: the data nodes', and the sentinels' own. */}}
+{{- define "uhp.redisSecretEnv" -}}
+{{- if .Values.redis.auth }}
+{{ include "uhp.secretEnv" (dict "root" . "name" "REDIS_PASSWORD" "key" "redisPassword") }}
+{{- end }}
+{{- if and (eq (include "uhp.redisMode" .) "sentinel") .Values.redis.sentinel.auth }}
+{{ include "uhp.secretEnv" (dict "root" . "name" "REDIS_SENTINEL_PASSWORD" "key" "redisSentinelPassword") }}
+{{- end }}
+{{- end -}}
+
+{{/*
+"true" when the Secret holds a direct Postgres URL: database.directUrl in the chart's own Secret, or
+database.hasDirectUrl for an existingSecret (whose content the chart cannot see).
+*/}}
+{{- define "uhp.hasDirectUrl" -}}
+{{- if .Values.existingSecret -}}
+{{- if .Values.database.hasDirectUrl }}true{{ end -}}
+{{- else if .Values.database.directUrl -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/*
+The Secret key a migration connects with: the direct URL when there is one (the runner holds a session-level
+advisory lock, which PgBouncer's transaction pooling cannot keep), else DATABASE_URL's. Returns the secretKeys
+field name.
+*/}}
+{{- define "uhp.migrateDatabaseKey" -}}
+{{- ternary "databaseDirectUrl" "databaseUrl" (eq (include "uhp.hasDirectUrl" .) "true") -}}
 {{- end -}}
 
 {{- define "uhp.storageUrl" -}}
@@ -290,7 +353,7 @@ initContainers:
     command: ["/usr/bin/tini", "--"]
     args: ["node", "dist/libs/db/src/migrate/main.js", "--wait"]
     env:
-      {{- include "uhp.secretEnv" (dict "root" .root "name" "DATABASE_URL" "key" "databaseUrl") | nindent 6 }}
+      {{- include "uhp.secretEnv" (dict "root" .root "name" "DATABASE_URL" "key" (include "uhp.migrateDatabaseKey" .root)) | nindent 6 }}
       {{- with include "uhp.caBundleEnv" .root | trim }}{{ . | nindent 6 }}{{ end }}
     resources:
       {{- toYaml $v.migrate.resources | nindent 6 }}
@@ -355,9 +418,14 @@ of the same values, carries the same checksum. For an existing Secret: its name 
 visible here).
 */}}
 {{- define "uhp.secretChecksum" -}}
-{{- /* secretKeys.redisUsername counts only when a user is set: a key nothing reads does not roll the pods. */ -}}
-{{- $keys := omit .Values.secretKeys "redisUsername" -}}
+{{- /* A key counts only while something reads it: a key nothing reads (or a chart upgrade adding one) does not
+roll the pods. */ -}}
+{{- $hasDirectUrl := eq (include "uhp.hasDirectUrl" .) "true" -}}
+{{- $sentinelAuth := and (eq (include "uhp.redisMode" .) "sentinel") .Values.redis.sentinel.auth -}}
+{{- $keys := omit .Values.secretKeys "redisUsername" "databaseDirectUrl" "redisSentinelPassword" -}}
 {{- if .Values.redis.username }}{{ $_ := set $keys "redisUsername" .Values.secretKeys.redisUsername }}{{ end -}}
+{{- if $hasDirectUrl }}{{ $_ := set $keys "databaseDirectUrl" .Values.secretKeys.databaseDirectUrl }}{{ end -}}
+{{- if $sentinelAuth }}{{ $_ := set $keys "redisSentinelPassword" .Values.secretKeys.redisSentinelPassword }}{{ end -}}
 {{- if .Values.existingSecret -}}
 {{- printf "%s/%s" .Values.existingSecret (toJson $keys) | sha256sum -}}
 {{- else -}}
@@ -366,6 +434,8 @@ visible here).
   "s3StaticCredentials" .Values.s3.staticCredentials "s3AccessKeyId" (.Values.s3.accessKeyId | default "")
   "s3SecretAccessKey" (.Values.s3.secretAccessKey | default "") "agentHttpUrl" (.Values.agent.httpUrl | default "")
   "agentHttpToken" (.Values.agent.httpToken | default "") -}}
+{{- if $hasDirectUrl }}{{ $_ := set $inputs "databaseDirectUrl" .Values.database.directUrl }}{{ end -}}
+{{- if $sentinelAuth }}{{ $_ := set $inputs "redisSentinelPassword" (.Values.redis.sentinel.password | default "") }}{{ end -}}
 {{- toJson $inputs | sha256sum -}}
 {{- end -}}
 {{- end -}}
@@ -396,20 +466,32 @@ name `name.namespace.svc[.cluster.local]` (that namespace), a bare name (this na
     {{- end }}
 {{- end -}}
 
+{{/*
+The namespace a Service name names: `name.namespace.svc[.cluster.local]`, or a pod of a headless Service
+`pod.name.namespace.svc[.cluster.local]` (how sentinels and cluster nodes are often listed); else empty.
+*/}}
+{{- define "uhp.serviceNamespace" -}}
+{{- $host := . | toString | lower | trimSuffix "." -}}
+{{- if regexMatch "^([a-z0-9-]+\\.){1,2}[a-z0-9-]+\\.svc(\\.cluster\\.local)?$" $host -}}
+{{- $parts := splitList "." (trimSuffix ".cluster.local" $host) -}}
+{{- index $parts (sub (len $parts) 2) -}}
+{{- end -}}
+{{- end -}}
+
 {{/* (dict "root" $ "host" "pg.data.svc" "port" 5432) */}}
 {{- define "uhp.backendEgress" -}}
 {{- $host := .host | toString | lower -}}
-{{- $svc := regexFindAll "^[a-z0-9-]+\\.([a-z0-9-]+)\\.svc(\\.cluster\\.local)?\\.?$" $host 1 -}}
+{{- $namespace := include "uhp.serviceNamespace" $host -}}
 - ports:
     - { port: {{ .port }}, protocol: TCP }
   {{- if regexMatch "^[0-9]+\\.[0-9]+\\.[0-9]+\\.[0-9]+$" $host }}
   to:
     - ipBlock: { cidr: {{ printf "%s/32" $host }} }
-  {{- else if $svc }}
+  {{- else if $namespace }}
   to:
     - namespaceSelector:
         matchLabels:
-          kubernetes.io/metadata.name: {{ index (splitList "." $host) 1 }}
+          kubernetes.io/metadata.name: {{ $namespace }}
   {{- else if regexMatch "^[a-z0-9-]+$" $host }}
   to:
     - podSelector: {}
@@ -425,21 +507,99 @@ name `name.namespace.svc[.cluster.local]` (that namespace), a bare name (this na
 {{- include "uhp.backendEgress" (dict "root" .root "host" (first $hostPort) "port" $port) -}}
 {{- end -}}
 
+{{/* A postgresql:// URL as a backend (default port 5432): (dict "root" $ "url" $v.database.url) */}}
+{{- define "uhp.postgresEgress" -}}
+{{- $url := urlParse .url -}}
+{{- $hostPort := splitList ":" $url.host -}}
+{{- include "uhp.backendEgress" (dict "root" .root "host" (first $hostPort) "port" (ternary (index $hostPort 1) 5432 (gt (len $hostPort) 1))) -}}
+{{- end -}}
+
+{{/*
+The peer of a host whose pods' addresses are learned at run time (the data nodes a sentinel names, the nodes
+of a cluster), from the name it was given: a Service name `name.namespace.svc[.cluster.local]` (that namespace),
+a bare name (this namespace); empty for an IPv4 address or another name, whose peers may be anywhere.
+*/}}
+{{- define "uhp.runtimePeer" -}}
+{{- $host := . | toString | lower -}}
+{{- $namespace := include "uhp.serviceNamespace" $host -}}
+{{- if $namespace -}}
+- namespaceSelector:
+    matchLabels:
+      kubernetes.io/metadata.name: {{ $namespace }}
+{{- else if regexMatch "^[a-z0-9-]+$" $host -}}
+- podSelector: {}
+{{- end -}}
+{{- end -}}
+
+{{/*
+One rule to the nodes a Redis client learns at run time: (dict "hosts" $hostPorts "ports" $ports). Narrowed to the
+namespaces of the given hosts only when every one of them names its namespace; otherwise any address.
+*/}}
+{{- define "uhp.runtimeEgress" -}}
+{{- $peers := list -}}
+{{- $narrow := true -}}
+{{- range $hostPort := .hosts -}}
+{{- $peer := include "uhp.runtimePeer" (first (splitList ":" $hostPort)) -}}
+{{- if $peer }}{{ $peers = append $peers $peer }}{{ else }}{{ $narrow = false }}{{ end -}}
+{{- end -}}
+- ports:
+    {{- range $port := .ports | uniq }}
+    - { port: {{ $port }}, protocol: TCP }
+    {{- end }}
+  {{- if $narrow }}
+  to:
+    {{- range $peer := $peers | uniq }}
+    {{- $peer | nindent 4 }}
+    {{- end }}
+  {{- end }}
+{{- end -}}
+
+{{/*
+Redis as a backend, by topology. One server: redis.host and port. Sentinel: each sentinel (its own address and
+port), then redis.port to the data nodes the sentinels hand out, which run beside them (Bitnami's chart: in the
+same pods). Cluster: the seed nodes' ports, to the seeds' namespaces, since the other nodes' addresses come
+from the cluster at run time.
+*/}}
+{{- define "uhp.redisEgress" -}}
+{{- $r := .Values.redis -}}
+{{- $mode := include "uhp.redisMode" . -}}
+{{- if eq $mode "sentinel" -}}
+{{- $rules := list -}}
+{{- range $hostPort := $r.sentinel.hosts -}}
+{{- $rules = append $rules (include "uhp.backendEgress" (dict "root" $ "host" (first (splitList ":" $hostPort)) "port" (last (splitList ":" $hostPort)))) -}}
+{{- end -}}
+{{- /* Three sentinels behind one Service (or in one namespace) give one rule. */ -}}
+{{- range $rule := $rules | uniq }}
+{{ $rule }}
+{{- end }}
+{{ include "uhp.runtimeEgress" (dict "hosts" $r.sentinel.hosts "ports" (list $r.port)) }}
+{{- else if eq $mode "cluster" -}}
+{{- $ports := list -}}
+{{- range $hostPort := $r.cluster.nodes }}{{ $ports = append $ports (last (splitList ":" $hostPort)) }}{{ end }}
+{{ include "uhp.runtimeEgress" (dict "hosts" $r.cluster.nodes "ports" $ports) }}
+{{- else }}
+{{ include "uhp.backendEgress" (dict "root" . "host" $r.host "port" $r.port) }}
+{{- end -}}
+{{- end -}}
+
 {{/*
 Postgres and Redis as backends. Postgres's host and port come from database.url; with existingSecret the URL is
-not visible here: port 5432, any address.
+not visible here: port 5432, any address. A direct URL (database.directUrl) adds its own rule: every pod's
+wait-for-schema init container uses it, and the CLIs run in the gateway and storage pods.
 */}}
 {{- define "uhp.dataEgress" -}}
-{{- $v := .Values -}}
+{{- $root := . -}}
+{{- $v := $root.Values -}}
 {{- if and $v.database.url (not $v.existingSecret) -}}
-{{- $url := urlParse $v.database.url -}}
-{{- $hostPort := splitList ":" $url.host -}}
-{{- include "uhp.backendEgress" (dict "root" . "host" (first $hostPort) "port" (ternary (index $hostPort 1) 5432 (gt (len $hostPort) 1))) }}
+{{- include "uhp.postgresEgress" (dict "root" $root "url" $v.database.url) }}
 {{- else }}
 - ports:
     - { port: 5432, protocol: TCP }
 {{- end }}
-{{ include "uhp.backendEgress" (dict "root" . "host" $v.redis.host "port" $v.redis.port) }}
+{{- if and $v.database.directUrl (not $v.existingSecret) }}
+{{ include "uhp.postgresEgress" (dict "root" $root "url" $v.database.directUrl) }}
+{{- end }}
+{{ include "uhp.redisEgress" $root | trim }}
 {{- end -}}
 
 {{/* The env var each queue's concurrency goes to. */}}

@@ -199,6 +199,44 @@ const runtime = {
   ),
 };
 
+/** One Redis node or sentinel, as `host:port`. */
+export interface RedisAddress {
+  host: string;
+  port: number;
+}
+
+/** A comma-separated `host:port` list; empty (the default) when unset. */
+const redisAddresses = () =>
+  z
+    .string()
+    .default('')
+    .transform((value, context): RedisAddress[] => {
+      const entries = value
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter(Boolean);
+      const addresses: RedisAddress[] = [];
+      for (const entry of entries) {
+        const address = parseRedisAddress(entry);
+        if (address) addresses.push(address);
+        else
+          context.addIssue({
+            code: 'custom',
+            message: `must be a comma-separated list of host:port; not one: ${JSON.stringify(entry)}`,
+          });
+      }
+      return addresses;
+    })
+    .meta(meta({ type: 'host:port list', defaultText: 'unset' }));
+
+/** `host:port`, `[v6]:port`; undefined for anything else (a scheme, a path, no port). */
+export function parseRedisAddress(entry: string): RedisAddress | undefined {
+  if (!/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9._-]+):\d{1,5}$/.test(entry)) return undefined;
+  const port = Number(entry.slice(entry.lastIndexOf(':') + 1));
+  if (port < 1 || port > 65_535) return undefined;
+  return { host: entry.slice(0, entry.lastIndexOf(':')).replace(/^\[(.*)\]$/, '$1'), port };
+}
+
 const database = {
   DATABASE_URL: url('postgresql://postgres@127.0.0.1:5432/uhp')
     .meta(meta({ secret: true }))
@@ -217,6 +255,16 @@ const database = {
       'after it, for a server that stopped answering altogether. 0: no limit. The operator CLIs (doctor, keys) ' +
       'run without one.',
   ),
+  DATABASE_DIRECT_URL: optionalUrl()
+    .meta(meta({ secret: true, defaultText: '`DATABASE_URL`' }))
+    .describe(
+      'A direct connection to the same Postgres, for when `DATABASE_URL` goes through a pooler in transaction ' +
+        'pooling mode (PgBouncer): migrations (which hold a session advisory lock) and the operator CLIs use it. ' +
+        'When it is set the services take `DATABASE_URL` to be such a pooler and send no session setting at ' +
+        "connect (PgBouncer refuses `statement_timeout` there): the server-side bound is then the pooler's " +
+        "`query_timeout` or the role's `statement_timeout`, and the client still gives up 2 s after " +
+        '`DATABASE_STATEMENT_TIMEOUT_MS` (operations.md, "Highly available setups").',
+    ),
 };
 /** A tool that reads only the database (the keys CLI). */
 export const databaseConfigSchema = z.object(database);
@@ -234,6 +282,32 @@ const redis = {
       'The prefix of every queue key in Redis (1-64 characters of `A-Za-z0-9_.-`): two installations sharing ' +
         'one Redis need different ones.',
     ),
+  REDIS_SENTINELS: redisAddresses().describe(
+    'Redis under Sentinel: the sentinels, as a comma-separated `host:port` list (`[::1]:26379` for IPv6). The ' +
+      "services ask them for the primary of `REDIS_SENTINEL_MASTER` and follow a failover; the data nodes' " +
+      'user, password, database and TLS still come from `REDIS_URL` (its host and port are not used) and ' +
+      '`REDIS_PASSWORD`. Not with `REDIS_CLUSTER_NODES`.',
+  ),
+  REDIS_SENTINEL_MASTER: z
+    .string()
+    .min(1)
+    .default('mymaster')
+    .describe('The name the sentinels monitor the primary under (`sentinel monitor <name> …`).'),
+  REDIS_SENTINEL_USERNAME: z.string().min(1).optional().describe("The sentinels' own ACL user, if they have one."),
+  REDIS_SENTINEL_PASSWORD: optionalSecret().describe(
+    "The sentinels' own password (`requirepass` in sentinel.conf), if they have one; the data nodes' is " +
+      '`REDIS_PASSWORD`.',
+  ),
+  REDIS_SENTINEL_TLS: boolean(false).describe(
+    "TLS to the sentinels, verified against Node's CAs and `NODE_EXTRA_CA_CERTS` (TLS to the data nodes is " +
+      "`REDIS_URL`'s `rediss://`).",
+  ),
+  REDIS_CLUSTER_NODES: redisAddresses().describe(
+    'A Redis Cluster: some of its nodes, as a comma-separated `host:port` list (the rest are found from them). ' +
+      'User, password and TLS come from `REDIS_URL` (database 0 only: a cluster has no other) and `REDIS_PASSWORD`. ' +
+      "The queue keys then start with `{REDIS_KEY_PREFIX}`: a hash tag, so that each queue's keys live on one " +
+      'slot, as BullMQ needs. Not with `REDIS_SENTINELS`.',
+  ),
   REDIS_COMMAND_TIMEOUT_MS: integer(5_000, 100, 600_000).describe(
     'Longest a Redis command (an enqueue, a queue count) may wait for its answer. A request that needs the ' +
       'queue (a preview, an archive) is then answered `503`, and Redis is marked down until it answers `PING` ' +
@@ -640,7 +714,28 @@ const limitsHonouredExactly = (config: z.infer<typeof gatewaySettings>, context:
     });
 };
 
+/** Sentinel or Cluster, not both; a cluster has database 0 only. */
+const oneRedisTopology = (
+  config: { REDIS_URL: string; REDIS_SENTINELS: RedisAddress[]; REDIS_CLUSTER_NODES: RedisAddress[] },
+  context: z.RefinementCtx,
+) => {
+  if (config.REDIS_SENTINELS.length > 0 && config.REDIS_CLUSTER_NODES.length > 0)
+    context.addIssue({
+      code: 'custom',
+      path: ['REDIS_CLUSTER_NODES'],
+      message: 'cannot be set with REDIS_SENTINELS: Redis is either under Sentinel or a Cluster',
+    });
+  const db = new URL(config.REDIS_URL).pathname.replace(/^\//, '');
+  if (config.REDIS_CLUSTER_NODES.length > 0 && db !== '' && db !== '0')
+    context.addIssue({
+      code: 'custom',
+      path: ['REDIS_URL'],
+      message: `names database ${db}, but a Redis Cluster has database 0 only (REDIS_CLUSTER_NODES is set)`,
+    });
+};
+
 export const gatewayConfigSchema = gatewaySettings
+  .superRefine(oneRedisTopology)
   .superRefine(limitsHonouredExactly)
   .superRefine(refusedInProduction('gateway'));
 
@@ -699,6 +794,11 @@ const workerSettings = z.object({
   LOST_PURGE_SECONDS: integer(60, 1).describe(
     'A `PURGING` object this long with no purge done gets its purge job again (its enqueue was lost: Redis down ' +
       'or restarted, say).',
+  ),
+  LOST_JOB_SECONDS: integer(60, 1).describe(
+    'A preview or archive still waiting this long gets its job queued again by the sweep: Redis may have lost ' +
+      'it (a failover to a replica it had not reached yet, a restart without persistence). A job that exists ' +
+      'is left as it is (its id is derived from the row), so this only bounds how late a lost one starts.',
   ),
   JOB_LOCK_MS: integer(30_000, 1_000, 600_000).describe(
     'How long a job stays claimed by a worker that stopped renewing its claim (killed, or cut off from Redis) ' +
@@ -768,7 +868,9 @@ const workerSettings = z.object({
   ...archiveMaxBytes,
 });
 
-export const workerConfigSchema = workerSettings.superRefine(refusedInProduction('worker'));
+export const workerConfigSchema = workerSettings
+  .superRefine(oneRedisTopology)
+  .superRefine(refusedInProduction('worker'));
 
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;
 export type StorageConfig = z.infer<typeof storageConfigSchema>;
@@ -793,6 +895,12 @@ export const doctorConfigSchema = storageSettings
   })
   .extend({
     ...database,
+    // Redis only to report its topology, and only when the environment names one: the storage pods have none.
+    ...redis,
+    REDIS_URL: optionalUrl().describe(
+      'Redis as the gateway and workers reach it; with it, or `REDIS_SENTINELS` or `REDIS_CLUSTER_NODES`, the ' +
+        'doctor also reports the Redis topology it finds.',
+    ),
     STALE_UPLOAD_SECONDS: workerSettings.shape.STALE_UPLOAD_SECONDS,
     DOCTOR_GRACE_SECONDS: integer(15 * 60).describe(
       'How long a state the services settle by themselves may last before the doctor reports it: a bucket object ' +

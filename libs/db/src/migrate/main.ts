@@ -1,7 +1,8 @@
 /**
- * `node dist/libs/db/src/migrate/main.js`: apply the pending migrations to DATABASE_URL, then exit.
+ * `node dist/libs/db/src/migrate/main.js`: apply the pending migrations to DATABASE_DIRECT_URL, or DATABASE_URL
+ * when it is unset, then exit.
  * Exit status 0 when the database is up to date, 1 when a migration failed or the database disagrees
- * with the migrations folder (see migrate.ts), 2 when DATABASE_URL is missing. Lines go to stdout
+ * with the migrations folder (see migrate.ts), 2 when both are missing. Lines go to stdout
  * (progress) and stderr (the reason for a failure). Only `pg` and Node are needed at run time.
  *
  * `main.js --wait` applies nothing: it exits 0 once the database holds every migration of this image
@@ -21,9 +22,10 @@ function waitTimeoutMs(): number {
 }
 
 async function main(): Promise<number> {
-  const databaseUrl = process.env.DATABASE_URL;
+  // Migrations hold a session advisory lock, which a pooler in transaction mode cannot keep: the direct URL first.
+  const databaseUrl = process.env.DATABASE_DIRECT_URL || process.env.DATABASE_URL;
   if (!databaseUrl) {
-    process.stderr.write('migrate: DATABASE_URL is not set\n');
+    process.stderr.write('migrate: DATABASE_URL is not set (nor DATABASE_DIRECT_URL)\n');
     return 2;
   }
   const say = (line: string) => process.stdout.write(`migrate: ${line}\n`);

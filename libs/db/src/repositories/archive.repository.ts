@@ -100,6 +100,17 @@ export class ArchiveRepository {
     });
   }
 
+  /** Archives pending or building, untouched since before `before`, for the sweep to give their job again. */
+  async listUnbuiltSince(before: Date, limit: number): Promise<string[]> {
+    const rows = await this.db.archive.findMany({
+      where: { status: { in: ['pending', 'building'] }, updatedAt: { lt: before } },
+      select: { id: true },
+      take: limit,
+      orderBy: { updatedAt: 'asc' },
+    });
+    return rows.map((row) => row.id);
+  }
+
   /** For the worker, whose job carries only the archive id; the row itself names the principal. */
   async findForBuild(id: string): Promise<ArchiveBuild | null> {
     const row = await this.db.archive.findUnique({

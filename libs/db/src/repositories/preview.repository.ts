@@ -115,6 +115,17 @@ export class PreviewRepository {
     });
   }
 
+  /** Previews waiting since before `before`, for the sweep to give their job again (partial index on PENDING). */
+  async listPendingSince(before: Date, limit: number): Promise<{ previewId: string; generation: number }[]> {
+    const rows = await this.db.preview.findMany({
+      where: { status: 'PENDING', updatedAt: { lt: before } },
+      select: { id: true, generation: true },
+      take: limit,
+      orderBy: { updatedAt: 'asc' },
+    });
+    return rows.map((row) => ({ previewId: row.id, generation: row.generation }));
+  }
+
   async findForOwner(principalId: string, id: string): Promise<PreviewRow | null> {
     const row = await this.db.preview.findFirst({ where: { id, principalId }, select: SELECT });
     return row ? toRow(row) : null;

@@ -1,3 +1,4 @@
+import { Prisma } from '../generated/client';
 import type { PrismaService } from '../prisma.service';
 
 export type ApiKeySource = 'cli' | 'bootstrap';
@@ -48,6 +49,10 @@ export class PrincipalRepository {
     source: ApiKeySource = 'cli',
   ): Promise<PrincipalRow> {
     return this.prisma.$transaction(async (tx) => {
+      // Prisma's upsert reads, then inserts: two gateways starting together on an empty database would both
+      // insert. One at a time (a transaction-scoped lock, which a transaction pooler keeps); each statement then
+      // sees what the other committed.
+      await tx.$queryRaw(Prisma.sql`SELECT pg_advisory_xact_lock(hashtext('api-keys'))::text`);
       const principal = await tx.principal.upsert({
         where: { name: principalName },
         create: { name: principalName },

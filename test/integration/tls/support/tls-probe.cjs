@@ -51,13 +51,13 @@ async function prisma() {
 }
 
 async function redis() {
-  const { loadConfig, workerConfigSchema } = built('libs/common/src/index.js');
-  const { redisConnectionOf } = built('libs/queue/src/queue.module.js');
+  const { loadConfig, redisConnectionPlanOf, redisKeyPrefixOf, workerConfigSchema } = built('libs/common/src/index.js');
   const { Queue } = require('bullmq');
   const config = loadConfig(workerConfigSchema);
+  // The options every queue connection of a worker is made with (libs/queue's RedisConnection).
   const queue = new Queue(`tls-probe-${randomUUID()}`, {
-    prefix: config.REDIS_KEY_PREFIX,
-    connection: redisConnectionOf(config, { failFastOnRedisDown: false }),
+    prefix: redisKeyPrefixOf(config),
+    connection: redisConnectionPlanOf(config, { failFast: false }).options,
   });
   const report = {};
   // The worker's connection retries forever: its first error is the answer.
