@@ -41,14 +41,10 @@ const cluster = (extra: Record<string, unknown> = {}) => ({
   gateway: { networkPolicy: { enabled: true } },
 });
 
-const TOPOLOGY_VARIABLES = [
-  'REDIS_SENTINELS',
-  'REDIS_SENTINEL_MASTER',
-  'REDIS_SENTINEL_USERNAME',
-  'REDIS_SENTINEL_PASSWORD',
-  'REDIS_SENTINEL_TLS',
-  'REDIS_CLUSTER_NODES',
-];
+/** The variables of the Redis topologies, as the services' config schema names them. */
+const TOPOLOGY_VARIABLES = Object.keys(workerConfigSchema.shape).filter((variable) =>
+  /^REDIS_(SENTINEL|CLUSTER)/.test(variable),
+);
 const envOf = (objects: K8sObject[], service: string): ResolvedEnv => {
   const deployment = deployments(objects).find((d) => serviceOf(d) === service)!;
   return resolveEnv(deployment.spec.template.spec.containers[0]!, objects);

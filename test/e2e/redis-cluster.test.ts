@@ -1,9 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, CLOSE, MULTIPART_TYPE, partHead } from '../support/api';
-import { scratchDatabase } from '../support/db';
-import { KEYS, TEST_BUCKET, testPort } from '../support/env';
+import { KEYS, testPort } from '../support/env';
 import { RawExchange } from '../support/raw-http';
 import { RedisClusterTopology } from '../support/redis-topology';
 import {
@@ -17,8 +15,7 @@ import {
   newArtifact,
   UploadFlow,
 } from '../support/redis-workload';
-import { emptyBucket, ensureBucket } from '../support/s3';
-import { Stack } from '../support/stack';
+import { ScratchStack } from '../support/scratch-stack';
 import { TopologyProbe } from '../../apps/storage/src/doctor/topology.probe';
 import { doctorConfigFor } from '../support/doctor';
 
@@ -29,40 +26,28 @@ import { doctorConfigFor } from '../support/doctor';
  */
 const KEY_PREFIX = 'test-cluster';
 const HASH_TAG = `{${KEY_PREFIX}}`;
-const BUCKET = `${TEST_BUCKET}-cluster`;
 const CONCURRENT_UPLOADS = 2;
 
 const topology = new RedisClusterTopology();
-let database: Awaited<ReturnType<typeof scratchDatabase>> | undefined;
-let sql: pg.Pool | undefined;
-let stack: Stack | undefined;
-const base = () => stack!.baseUrl;
+const scratch = new ScratchStack('cluster', testPort(20480));
+const BUCKET = scratch.bucket;
+const base = () => scratch.stack.baseUrl;
 
 beforeAll(async () => {
-  await ensureBucket(BUCKET);
-  await emptyBucket(BUCKET); // the last run's objects would be orphans to the fresh database
-  database = await scratchDatabase('cluster');
-  sql = new pg.Pool({ connectionString: database.url, max: 2 });
   await topology.start();
-  stack = new Stack(testPort(20480), {
+  await scratch.start({
     ...topology.stackEnv(),
     REDIS_KEY_PREFIX: KEY_PREFIX,
-    DATABASE_URL: database.url,
-    S3_BUCKET: BUCKET,
     ARCHIVE_WAIT_MS: '0',
     PREVIEW_TIMEOUT_MS: '1000',
     PREVIEW_OFFICE_POOL_SIZE: '1',
     UHP_MAX_CONCURRENT_UPLOADS: String(CONCURRENT_UPLOADS),
   });
-  await stack.start();
 });
 
 afterAll(async () => {
-  await stack?.stop();
+  await scratch.stop();
   await topology.stop();
-  await sql?.end();
-  await database?.drop();
-  await emptyBucket(BUCKET).catch(() => undefined);
 });
 
 describe('on Redis Cluster', () => {
@@ -79,7 +64,7 @@ describe('on Redis Cluster', () => {
     expect(uploads.length).toBeGreaterThan(0);
     expect(uploads.every((upload) => upload.statuses.join() === '200')).toBe(true);
     await expectDownloadable(base(), uploads);
-    await expectJobsDone(sql!, [item]);
+    await expectJobsDone(scratch.sql, [item]);
     await expectServed(base(), item);
 
     const byNode = await topology.keysByNode();
@@ -96,8 +81,8 @@ describe('on Redis Cluster', () => {
 
     // The node owning the slot answers every queue command itself, without a redirection.
     await expectQueuesDrained({ host: '127.0.0.1', port: holders[0]!, password: topology.password }, HASH_TAG);
-    await expectRedisUp(stack!);
-    await expectNothingLeftOver(database!.url, BUCKET);
+    await expectRedisUp(scratch.stack);
+    await expectNothingLeftOver(scratch.databaseUrl, BUCKET);
   });
 
   it(`the per-principal upload limit still refuses past ${CONCURRENT_UPLOADS} at once, with 429 and Retry-After`, async () => {
@@ -107,7 +92,7 @@ describe('on Redis Cluster', () => {
     const uploads = await Promise.all(
       Array.from({ length: 6 }, () =>
         RawExchange.open(
-          stack!.port('gateway'),
+          scratch.stack.port('gateway'),
           RawExchange.head('POST', '/v1/files', {
             authorization: `Bearer ${KEYS.alice}`,
             'content-type': MULTIPART_TYPE,
@@ -136,12 +121,12 @@ describe('on Redis Cluster', () => {
     } finally {
       for (const exchange of uploads) exchange.destroy();
     }
-    await expectNothingLeftOver(database!.url, BUCKET);
+    await expectNothingLeftOver(scratch.databaseUrl, BUCKET);
   });
 
   it('the doctor reports the cluster, its state and the hash-tagged key prefix', async () => {
     const report = await new TopologyProbe(
-      doctorConfigFor(database!.url, BUCKET, { ...topology.stackEnv(), REDIS_KEY_PREFIX: KEY_PREFIX }),
+      doctorConfigFor(scratch.databaseUrl, BUCKET, { ...topology.stackEnv(), REDIS_KEY_PREFIX: KEY_PREFIX }),
     ).report();
     expect(report.redis).toMatchObject({
       mode: 'cluster',

@@ -1,8 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { scratchDatabase } from '../support/db';
-import { TEST_BUCKET, testPort } from '../support/env';
+import { testPort } from '../support/env';
 import { RedisSentinelTopology } from '../support/redis-topology';
 import {
   askPreviewAndArchive,
@@ -18,8 +16,7 @@ import {
   type StoredUpload,
   UploadFlow,
 } from '../support/redis-workload';
-import { emptyBucket, ensureBucket } from '../support/s3';
-import { Stack } from '../support/stack';
+import { ScratchStack } from '../support/scratch-stack';
 import { TopologyProbe } from '../../apps/storage/src/doctor/topology.probe';
 import { doctorConfigFor } from '../support/doctor';
 import { pollUntil } from '../support/poll';
@@ -30,30 +27,22 @@ import { pollUntil } from '../support/poll';
  * the services follow the new primary, and follow it back on a second failover.
  */
 const KEY_PREFIX = 'test-sentinel';
-const BUCKET = `${TEST_BUCKET}-sentinel`;
 /** How long after the sentinels switched the test goes on asking: the demoted primary still runs a while. */
 const AFTER_SWITCH_MS = 3_000;
 /** A job whose claim a failover lost is taken up again after this (the stack's JOB_LOCK_MS), not the default 30 s. */
 const JOB_LOCK_MS = 5_000;
 
 const topology = new RedisSentinelTopology();
-let database: Awaited<ReturnType<typeof scratchDatabase>> | undefined;
-let sql: pg.Pool | undefined;
-let stack: Stack | undefined;
-const base = () => stack!.baseUrl;
+// Its own database and bucket, so the doctor can say that nothing in them is left over.
+const scratch = new ScratchStack('sentinel', testPort(20380));
+const BUCKET = scratch.bucket;
+const base = () => scratch.stack.baseUrl;
 
 beforeAll(async () => {
-  await ensureBucket(BUCKET);
-  await emptyBucket(BUCKET); // the last run's objects would be orphans to the fresh database
-  // Its own database and bucket, so the doctor can say that nothing in them is left over.
-  database = await scratchDatabase('sentinel');
-  sql = new pg.Pool({ connectionString: database.url, max: 2 });
   await topology.start();
-  stack = new Stack(testPort(20380), {
+  await scratch.start({
     ...topology.stackEnv(),
     REDIS_KEY_PREFIX: KEY_PREFIX,
-    DATABASE_URL: database.url,
-    S3_BUCKET: BUCKET,
     // Asks return at once (a preview after its shortest wait): the test asks many while the failover runs.
     ARCHIVE_WAIT_MS: '0',
     PREVIEW_TIMEOUT_MS: '1000',
@@ -65,15 +54,11 @@ beforeAll(async () => {
     // The artifacts are made many at once beside the upload flow; the per-principal limit is not what this tests.
     UHP_MAX_CONCURRENT_UPLOADS: '64',
   });
-  await stack.start();
 });
 
 afterAll(async () => {
-  await stack?.stop();
+  await scratch.stop();
   await topology.stop();
-  await sql?.end();
-  await database?.drop();
-  await emptyBucket(BUCKET).catch(() => undefined);
 });
 
 /**
@@ -96,7 +81,7 @@ async function failoverUnderLoad(label: string, counts: { before: number; after:
     asked.push({ phase, done });
   };
 
-  const knownLeftovers = await doctorFindings(database!.url, BUCKET);
+  const knownLeftovers = await doctorFindings(scratch.databaseUrl, BUCKET);
   const flow = new UploadFlow(base(), 4, label);
   let failoverAt = 0;
   let switchedAt: number | undefined;
@@ -148,11 +133,11 @@ async function failoverUnderLoad(label: string, counts: { before: number; after:
   await expectDownloadable(base(), uploads);
 
   const items = answers.map(({ item }) => item);
-  await expectJobsDone(sql!, items);
+  await expectJobsDone(scratch.sql, items);
   for (const item of items) await expectServed(base(), item);
   await expectQueuesDrained({ ...topology.primary(), password: topology.dataPassword }, KEY_PREFIX, 2 * JOB_LOCK_MS);
-  await expectRedisUp(stack!);
-  await expectNothingLeftOver(database!.url, BUCKET, knownLeftovers);
+  await expectRedisUp(scratch.stack);
+  await expectNothingLeftOver(scratch.databaseUrl, BUCKET, knownLeftovers);
 }
 
 describe('on Redis Sentinel', () => {
@@ -166,7 +151,7 @@ describe('on Redis Sentinel', () => {
 
   it('the doctor reports the sentinels, the primary they agree on and its replica', async () => {
     const probe = new TopologyProbe(
-      doctorConfigFor(database!.url, BUCKET, { ...topology.stackEnv(), REDIS_KEY_PREFIX: KEY_PREFIX }),
+      doctorConfigFor(scratch.databaseUrl, BUCKET, { ...topology.stackEnv(), REDIS_KEY_PREFIX: KEY_PREFIX }),
     );
     // The demoted primary rejoins as a replica a moment after the switch.
     let report = await probe.report();

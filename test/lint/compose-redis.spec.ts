@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { workerConfigSchema } from '@app/common';
 
 /**
  * docker-compose.yml passes the Redis topology (Sentinel, Cluster) and DATABASE_DIRECT_URL through from the shell
@@ -9,14 +10,8 @@ import { parse } from 'yaml';
  * the services read as unset (load-config.ts). Read as compose interpolates, without a Docker engine.
  */
 const ROOT = join(__dirname, '../..');
-const TOPOLOGY = [
-  'REDIS_SENTINELS',
-  'REDIS_SENTINEL_MASTER',
-  'REDIS_SENTINEL_USERNAME',
-  'REDIS_SENTINEL_PASSWORD',
-  'REDIS_SENTINEL_TLS',
-  'REDIS_CLUSTER_NODES',
-];
+/** The variables of the Redis topologies, as the services' config schema names them. */
+const TOPOLOGY = Object.keys(workerConfigSchema.shape).filter((variable) => /^REDIS_(SENTINEL|CLUSTER)/.test(variable));
 /** What the compose file requires set (`${VAR:?…}`) for any service to start. */
 const REQUIRED = {
   POSTGRES_PASSWORD: 'pw',
